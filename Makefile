@@ -1,0 +1,50 @@
+# Set-up and everyday commands. `make serve` and `make test` do everything on a fresh machine.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+PORT ?= 5006
+ADDRESS ?= localhost
+
+.PHONY: install serve figures test test-engines bench clean
+
+install: $(VENV)/.installed
+
+# torch first, chosen for the machine: a CUDA build where an NVIDIA GPU answers, else a CPU
+# build (the wheel on this machine's disk, or the CPU index), never the multi-GB CUDA default.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+		$(BIN)/pip install "torch>=2.2"; \
+	else \
+		$(BIN)/pip install --no-index --no-deps "torch==2.13.0" \
+		|| $(BIN)/pip install --no-deps "torch>=2.2" --index-url https://download.pytorch.org/whl/cpu; \
+		$(BIN)/pip install "torch>=2.2"; \
+	fi
+	$(BIN)/pip install -e .
+	touch $@
+
+serve: install
+	$(BIN)/feedback-lab serve --port $(PORT) --address $(ADDRESS)
+
+figures: install
+	$(BIN)/feedback-lab figures bandit
+
+# The test extras and Debian's Chromium for the browser tests (Playwright's own download is not used).
+$(VENV)/.test-installed: $(VENV)/.installed
+	$(BIN)/pip install -e ".[test]"
+	command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }
+	touch $@
+
+test: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -q
+
+test-engines: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -q tests/engines
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""Feedback Lab: the web app, its pages and its command line."""

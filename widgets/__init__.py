@@ -1,0 +1,1 @@
+"""Reusable pieces of the app's pages."""
