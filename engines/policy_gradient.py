@@ -38,7 +38,8 @@ def returns_to_go(rewards, gamma: float = 1.0):
     if gamma == 1.0:
         flipped = _flip(rewards, -1)  # (..., T), last token first
         cumulative = flipped.cumsum(-1) if _is_torch(rewards) else np.cumsum(flipped, -1)
-        return _flip(cumulative, -1)
+        G = _flip(cumulative, -1)
+        return G if _is_torch(G) else np.ascontiguousarray(G)  # a flipped view has negative strides
     G = rewards * 0.0  # zeros of the same kind, dtype and shape
     running = rewards[..., -1] * 0.0  # (...,) G_{t+1}, zero after the last token
     for t in reversed(range(rewards.shape[-1])):

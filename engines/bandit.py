@@ -1,0 +1,368 @@
+"""The four-armed bandit of seed 000 sections 6.4 to 6.7: REINFORCE, its variance, baselines.
+
+A "prompt" has K possible "replies" (arms). The policy is a softmax over K logits,
+pi_k = exp(theta_k) / sum_j exp(theta_j), and reply k earns a noisy rating
+r = mu_k + sd * eps with eps ~ N(0, 1). The expected return J = sum_k pi_k mu_k is a
+small sum, so everything the chapter measures by sampling is also known exactly here:
+the gradient, the variance of the one-sample REINFORCE estimate (r - b) grad log pi_a
+for any constant baseline b, and the variance-minimising b*. Training runs many seeds
+at once, one (seeds, K) array of logits, with no baseline, Williams' running average
+of past ratings, or the exact value V = sum_k pi_k mu_k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from engines.policy_gradient import softmax, softmax_score
+from engines.settings import finite, require
+
+MEANS = (5.0, 6.0, 7.0, 8.0)
+SD = 1.0
+BASELINES = ("none", "running", "value")
+
+
+def _check_arms(means: tuple[float, ...], sd: float) -> None:
+    require(len(means) >= 2, f"the bandit needs at least 2 arms, got {len(means)} mean(s).")
+    require(finite(*means), f"every mean rating must be a finite number, got {list(means)}.")
+    require(finite(sd) and sd >= 0, f"the rating noise sd must be a finite number >= 0, got {sd}.")
+
+
+@dataclass(frozen=True)
+class BanditSettings:
+    """The seed's one-step table, Monte Carlo check and baseline sweep (sections 6.4 to 6.7)."""
+
+    means: tuple[float, ...] = MEANS
+    """Mean rating mu_k of each reply (arm); at least 2 finite numbers, reward units."""
+    sd: float = SD
+    """Standard deviation of the rating noise; >= 0, reward units."""
+    theta: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+    """Logits theta_k of the softmax policy, one per arm; finite numbers (all 0 = uniform)."""
+    b: tuple[float, ...] = (0.0, 3.0, 5.0, 6.0, 6.5, 7.0, 8.0, 10.0, 12.0)
+    """Constant baselines b for the variance sweep; finite numbers, reward units."""
+    samples: int = 200_000
+    """Number N of one-sample estimates in the Monte Carlo check; >= 1."""
+    seed: int = 0
+    """Seed of the random number generator for the Monte Carlo check; >= 0."""
+    lr: float = 0.1
+    """Learning rate of the one REINFORCE step done by hand; a finite number > 0."""
+    action: int = 3
+    """Reply a sampled in the step done by hand, numbered from 1 to the number of arms."""
+    reward: float = 7.3
+    """Rating r that reply received in the step done by hand; a finite number, reward units."""
+
+    def __post_init__(self):
+        _check_arms(self.means, self.sd)
+        require(len(self.theta) == len(self.means),
+                f"theta must have one logit per arm ({len(self.means)}), got {len(self.theta)}.")
+        require(finite(*self.theta), f"every logit theta_k must be a finite number, got {list(self.theta)}.")
+        require(len(self.b) > 0, "give at least one baseline b.")
+        require(finite(*self.b), f"every baseline b must be a finite number, got {list(self.b)}.")
+        require(self.samples >= 1, f"samples must be at least 1, got {self.samples}.")
+        require(self.seed >= 0, f"seed must be >= 0, got {self.seed}.")
+        require(finite(self.lr) and self.lr > 0, f"the learning rate lr must be a finite number > 0, got {self.lr}.")
+        require(1 <= self.action <= len(self.means),
+                f"action must be a reply number from 1 to {len(self.means)}, got {self.action}.")
+        require(finite(self.reward), f"the reward must be a finite number, got {self.reward}.")
+
+
+@dataclass(frozen=True)
+class BanditTrainingSettings:
+    """The seed's training comparison of section 6.7: many seeds, three baselines."""
+
+    means: tuple[float, ...] = MEANS
+    """Mean rating mu_k of each reply (arm); at least 2 finite numbers, reward units."""
+    sd: float = SD
+    """Standard deviation of the rating noise; >= 0, reward units."""
+    seeds: int = 200
+    """Number of independent training runs, trained side by side; >= 1."""
+    steps: int = 400
+    """REINFORCE steps per run, one sampled reply per step; >= 1."""
+    lr: float = 0.05
+    """Learning rate of each step; a finite number > 0."""
+    seed: int = 0
+    """Seed of the random number generator (one stream for all runs); >= 0."""
+    report_steps: tuple[int, ...] = (100, 200, 400)
+    """Steps at which the table reports the mean J; each from 1 to steps."""
+
+    def __post_init__(self):
+        _check_arms(self.means, self.sd)
+        require(self.seeds >= 1, f"seeds must be at least 1, got {self.seeds}.")
+        require(self.steps >= 1, f"steps must be at least 1, got {self.steps}.")
+        require(finite(self.lr) and self.lr > 0, f"the learning rate lr must be a finite number > 0, got {self.lr}.")
+        require(self.seed >= 0, f"seed must be >= 0, got {self.seed}.")
+        require(len(self.report_steps) > 0, "give at least one report step.")
+        require(all(1 <= s <= self.steps for s in self.report_steps),
+                f"every report step must lie between 1 and steps ({self.steps}), got {list(self.report_steps)}.")
+
+
+# ---------------------------------------------------------------------------------------
+# Exact quantities (sections 6.4 and 6.7)
+
+
+def expected_return(means, theta):
+    """J(theta) = sum_k pi_k mu_k, seed 000 section 6.4. theta (..., K) -> J (...)."""
+    return softmax(np.asarray(theta, dtype=float)) @ np.asarray(means, dtype=float)
+
+
+def exact_gradient(means, theta):
+    """dJ/dtheta_k = pi_k (mu_k - J), seed 000 section 6.4. theta (..., K) -> (..., K)."""
+    mu = np.asarray(means, dtype=float)
+    pi = softmax(np.asarray(theta, dtype=float))  # (..., K)
+    J = pi @ mu  # (...)
+    return pi * (mu - J[..., None])
+
+
+def _score_sq_per_action(theta):
+    """|grad log pi_a|^2 = |onehot(a) - pi|^2 for every action a: theta (..., K) -> (..., K)."""
+    theta = np.asarray(theta, dtype=float)
+    K = theta.shape[-1]
+    every_action = np.arange(K).reshape((1,) * (theta.ndim - 1) + (K,))
+    scores = softmax_score(theta, every_action)  # (..., K actions, K logits)
+    return (scores**2).sum(-1)
+
+
+def exact_total_variance(means, sd, theta, b=0.0):
+    """Total variance (sum over the K components) of g = (r - b) grad log pi_a, section 6.7.
+
+        E|g|^2 = sum_a pi_a ((mu_a - b)^2 + sd^2) |onehot(a) - pi|^2
+        Var    = E|g|^2 - |dJ/dtheta|^2
+
+    since E[(r - b)^2 | a] = (mu_a - b)^2 + sd^2 and E[g] = dJ/dtheta for every constant b.
+    theta is (..., K); b broadcasts against its leading shape (...); returns that shape.
+    """
+    mu = np.asarray(means, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    b = np.asarray(b, dtype=float)
+    pi = softmax(theta)  # (..., K)
+    weight = pi * _score_sq_per_action(theta)  # (..., K) pi_a |s_a|^2
+    second_moment = (weight * ((mu - b[..., None]) ** 2 + sd**2)).sum(-1)
+    grad = exact_gradient(mu, theta)
+    return second_moment - (grad**2).sum(-1)
+
+
+def optimal_baseline(means, theta):
+    """Variance-minimising constant baseline, seed 000 section 6.7:
+
+        b* = E[r |grad log pi_a|^2] / E[|grad log pi_a|^2]
+           = sum_a pi_a |s_a|^2 mu_a / sum_a pi_a |s_a|^2
+
+    (the rating noise averages out of the numerator). theta (..., K) -> (...).
+    """
+    mu = np.asarray(means, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    weight = softmax(theta) * _score_sq_per_action(theta)  # (..., K)
+    return (weight @ mu) / weight.sum(-1)
+
+
+# ---------------------------------------------------------------------------------------
+# One step by hand (section 6.6) and the Monte Carlo check (sections 6.4 and 6.7)
+
+
+@dataclass(frozen=True)
+class OneStep:
+    """One REINFORCE step by hand, with and without the baseline b = V (section 6.6)."""
+
+    pi: np.ndarray
+    """Policy before the step, (K,)."""
+    score: np.ndarray
+    """Score vector onehot(a) - pi of the sampled reply, (K,)."""
+    grad_no_baseline: np.ndarray
+    """The estimate r * score, (K,)."""
+    b: float
+    """The baseline V = sum_k pi_k mu_k."""
+    grad_baseline: np.ndarray
+    """The estimate (r - b) * score, (K,)."""
+    exact_gradient: np.ndarray
+    """pi_k (mu_k - J), (K,)."""
+    new_pi_no_baseline: np.ndarray
+    """softmax(theta + lr * r * score), (K,)."""
+    new_pi_baseline: np.ndarray
+    """softmax(theta + lr * (r - b) * score), (K,)."""
+
+
+def one_step(means, theta, action: int, reward: float, lr: float) -> OneStep:
+    """Seed 000 sections 6.4 to 6.6: one step theta <- theta + lr (r - b) grad log pi_a.
+
+    `action` is numbered from 1, as in the seed; b = 0 or b = V = sum_k pi_k mu_k.
+    """
+    mu = np.asarray(means, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    pi = softmax(theta)
+    score = softmax_score(theta, action - 1)  # (K,)
+    V = float(pi @ mu)
+    grad_none = reward * score
+    grad_base = (reward - V) * score
+    return OneStep(
+        pi=pi,
+        score=score,
+        grad_no_baseline=grad_none,
+        b=V,
+        grad_baseline=grad_base,
+        exact_gradient=exact_gradient(mu, theta),
+        new_pi_no_baseline=softmax(theta + lr * grad_none),
+        new_pi_baseline=softmax(theta + lr * grad_base),
+    )
+
+
+@dataclass(frozen=True)
+class MonteCarlo:
+    """N one-sample estimates g = (r - b) grad log pi_a, summarised for each baseline b."""
+
+    b: np.ndarray
+    """The baselines evaluated, (B,)."""
+    mean_score: np.ndarray
+    """Average score vector (1/N) sum_i grad log pi_{a_i}, (K,); zero up to sampling error."""
+    mean_estimate: np.ndarray
+    """Average estimate for each b, (B, K)."""
+    mean_estimate_se: np.ndarray
+    """Standard error of each component of mean_estimate, (B, K)."""
+    total_variance: np.ndarray
+    """Sample total variance (1/N) sum_i |g_i - mean|^2 for each b, (B,)."""
+    total_variance_se: np.ndarray
+    """Standard error of total_variance: sd of |g_i - mean|^2 over sqrt(N), (B,)."""
+    b_star: float
+    """Measured variance-minimising baseline, mean(r |s|^2) / mean(|s|^2)."""
+    total_variance_at_b_star: float
+    """Sample total variance at the measured b*, on the same samples."""
+
+
+def monte_carlo(means, sd: float, theta, b, samples: int, seed: int) -> MonteCarlo:
+    """Seed 000 sections 6.4 and 6.7: sample N replies a_i ~ pi and ratings r_i, then
+
+        g_i(b) = (r_i - b) s_i,   s_i = onehot(a_i) - pi
+
+    for every baseline b on the same samples, and report their sample moments. Since
+    the mean m(b) = mean(r s) - b mean(s) is linear in b, the squared deviation
+    |g_i - m|^2 = (r_i - b)^2 |s_i|^2 - 2 (r_i - b) s_i.m + |m|^2 needs only (N,) arrays
+    per baseline, never an (N, B, K) one.
+    """
+    mu = np.asarray(means, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    rng = np.random.default_rng(seed)
+    N, K = samples, len(mu)
+    a = rng.choice(K, size=N, p=softmax(theta))  # (N,) sampled replies
+    r = mu[a] + sd * rng.standard_normal(N)  # (N,) their noisy ratings
+    s = softmax_score(theta, a)  # (N, K)
+    s2 = s**2  # (N, K)
+    s_sq = s2 @ np.ones(K)  # (N,) |s_i|^2 (a matrix product: much faster than a sum over a short axis)
+    b_star = float(r @ s_sq / s_sq.sum())
+
+    mean_s, mean_rs = np.ones(N) @ s / N, r @ s / N  # (K,) each
+    dot_rs, dot_s = s @ mean_rs, s @ mean_s  # (N,) each: s_i . m(b) = dot_rs - b dot_s
+    baselines = np.append(np.asarray(b, dtype=float), b_star)  # (B + 1,)
+    mean = mean_rs - baselines[:, None] * mean_s  # (B + 1, K)
+    mean_se = np.empty_like(mean)
+    variance = np.empty(len(baselines))
+    variance_se = np.empty(len(baselines))
+    for j, (base, m) in enumerate(zip(baselines, mean)):
+        c = r - base  # (N,) r_i - b
+        mean_se[j] = np.sqrt(np.maximum((c * c) @ s2 / N - m**2, 0.0) / N)
+        sq_dev = c * (c * s_sq - 2 * (dot_rs - base * dot_s)) + m @ m  # (N,) |g_i - m|^2
+        variance[j] = sq_dev.mean()
+        variance_se[j] = sq_dev.std() / np.sqrt(N)
+    return MonteCarlo(
+        b=baselines[:-1],
+        mean_score=mean_s,
+        mean_estimate=mean[:-1],
+        mean_estimate_se=mean_se[:-1],
+        total_variance=variance[:-1],
+        total_variance_se=variance_se[:-1],
+        b_star=b_star,
+        total_variance_at_b_star=float(variance[-1]),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Training with and without a baseline (section 6.7)
+
+
+@dataclass(frozen=True)
+class TrainingSnapshot:
+    """All seeds of one baseline after `step` REINFORCE steps."""
+
+    baseline: str
+    """"none", "running" or "value"."""
+    step: int
+    """Steps taken so far."""
+    J: np.ndarray
+    """Expected return of every seed after 0, 1, ..., step steps, (step + 1, seeds)."""
+    pi: np.ndarray
+    """Current policy of every seed, (seeds, K)."""
+    best: int
+    """Index (from 0) of the arm with the highest mean rating."""
+
+    def mean_J(self) -> np.ndarray:
+        """Mean over seeds of J after each step, (step + 1,)."""
+        return self.J.mean(-1)
+
+    def band(self, low: float = 10, high: float = 90) -> np.ndarray:
+        """The low-th and high-th percentile of J over seeds after each step, (2, step + 1)."""
+        return np.percentile(self.J, [low, high], axis=-1)
+
+    def p_best(self) -> np.ndarray:
+        """Probability each seed's policy gives the best arm, (seeds,)."""
+        return self.pi[:, self.best]
+
+    def argmax_counts(self) -> dict[int, int]:
+        """How many seeds end with each arm most likely, arms numbered from 1 as in the seed."""
+        arms, counts = np.unique(self.pi.argmax(-1), return_counts=True)
+        return {int(arm) + 1: int(n) for arm, n in zip(arms, counts)}
+
+
+def training_snapshots(settings: BanditTrainingSettings, baseline: str, every: int = 10) -> Iterator[TrainingSnapshot]:
+    """REINFORCE on the bandit, seed 000 sections 6.5 and 6.7, all seeds as one array:
+
+        pi = softmax(theta);  a ~ pi;  r = mu_a + sd eps
+        theta <- theta + lr (r - b) (onehot(a) - pi)
+
+    with b = 0 ("none"), b = the average of all ratings this seed has seen before this
+    step, 0 before the first one ("running", Williams' reinforcement comparison, his
+    equation 10), or b = V = sum_k pi_k mu_k of the current policy ("value").
+    Every seed starts from the uniform policy theta = 0. Each step draws, in this order,
+    one uniform u per seed (the reply is the first k with u < pi_1 + ... + pi_k) and one
+    standard normal eps per seed, so a per-seed loop fed the same draws gives the same runs.
+    Yields a snapshot every `every` steps and after the last one.
+    """
+    require(baseline in BASELINES, f"baseline must be one of {', '.join(BASELINES)}, got {baseline!r}.")
+    require(every >= 1, f"every must be at least 1, got {every}.")
+    mu = np.asarray(settings.means, dtype=float)
+    S, K, T = settings.seeds, len(mu), settings.steps
+    rng = np.random.default_rng(settings.seed)
+    theta = np.zeros((S, K))
+    J = np.empty((T + 1, S))
+    pi = softmax(theta)  # (S, K)
+    J[0] = pi @ mu
+    ratings_sum = np.zeros(S)
+    for t in range(1, T + 1):
+        u = rng.random(S)
+        eps = rng.standard_normal(S)
+        a = (u[:, None] >= np.cumsum(pi, -1)[:, :-1]).sum(-1)  # (S,) inverse-CDF sampling
+        r = mu[a] + settings.sd * eps
+        if baseline == "none":
+            b = 0.0
+        elif baseline == "running":
+            b = ratings_sum / max(t - 1, 1)  # (S,) mean of the t - 1 earlier ratings
+        else:
+            b = pi @ mu  # (S,) V of the current policy
+        theta = theta + settings.lr * (r - b)[:, None] * softmax_score(theta, a)
+        ratings_sum += r
+        pi = softmax(theta)
+        J[t] = pi @ mu
+        if t % every == 0 or t == T:
+            yield TrainingSnapshot(baseline=baseline, step=t, J=J[: t + 1], pi=pi, best=int(mu.argmax()))
+
+
+def train_bandit(settings: BanditTrainingSettings, baseline: str) -> TrainingSnapshot:
+    """Run `training_snapshots` to the end and return the final snapshot."""
+    for snapshot in training_snapshots(settings, baseline, every=settings.steps):
+        pass
+    return snapshot
+
+
+def train_all_baselines(settings: BanditTrainingSettings) -> dict[str, TrainingSnapshot]:
+    """The seed's three runs of section 6.7 (none, running, value), same settings and seed."""
+    return {baseline: train_bandit(settings, baseline) for baseline in BASELINES}
