@@ -13,4 +13,5 @@ FIGURES = {
     "token-world-training": "app.figures.token_world_training",
     "toy-target": "app.figures.toy_target",
     "bradley-terry": "app.figures.bradley_terry",
+    "kl-optimal": "app.figures.kl_optimal",
 }
