@@ -1,6 +1,6 @@
-"""The policy-gradient core shared by every page: returns, baselines, the REINFORCE loss.
+"""The policy-gradient core shared by every page: returns, baselines, the REINFORCE loss, TD and GAE.
 
-Seed 000 ("Reinforcement learning, from scratch") sections 6.3 to 6.7 and seed 001
+Seed 000 ("Reinforcement learning, from scratch") sections 6.3 to 6.10 and seed 001
 ("Reinforcement and Preference Learning") sections 2 to 5 derive everything here.
 Functions take numpy arrays or torch tensors of shape (N, T) (samples by token
 positions) unless stated otherwise, and return the same kind they were given, so
@@ -127,3 +127,37 @@ def softmax_score(theta, actions):
     if onehot.ndim > pi.ndim:  # a batch of N actions per policy
         pi = pi[..., None, :]
     return onehot - pi
+
+
+def td_errors(rewards, values, gamma: float = 1.0) -> np.ndarray:
+    """TD errors, seed 000 section 6.9:
+
+        delta_t = r_t + gamma V(s_{t+1}) - V(s_t),   V(s_T) = 0 (the episode is over)
+
+    numpy arrays: `rewards` and `values` are (..., N, T) and broadcast together.
+    """
+    values = np.asarray(values, dtype=float)
+    nxt = np.concatenate([values[..., 1:], np.zeros(values.shape[:-1] + (1,))], -1)  # V(s_t+1)
+    return rewards + gamma * nxt - values
+
+
+def gae(rewards, values, gamma: float = 1.0, lam=0.95) -> np.ndarray:
+    """Generalized advantage estimation, seed 000 section 6.10 (Schulman et al. 2015):
+
+        A_t = sum_{l=0}^{T-1-t} (gamma lam)^l delta_{t+l} = delta_t + gamma lam A_{t+1},   A_T = 0
+
+    computed by the backward recursion of the seed's code, on numpy arrays (..., N, T).
+    `lam` is a number or an array broadcasting against the episode axes (rewards.shape[:-1]):
+    lam of shape (L, 1, 1) with values (C, N, T) gives all L lambdas for all C critics at
+    once, (L, C, N, T).
+    """
+    delta = td_errors(rewards, values, gamma)  # (..., N, T)
+    coef = gamma * np.asarray(lam, dtype=float)
+    T = delta.shape[-1]
+    delta = np.ascontiguousarray(np.moveaxis(delta, -1, 0))  # (T, ...): time first, one block per step
+    adv = np.empty((T,) + np.broadcast_shapes(coef.shape, delta.shape[1:]))
+    adv[T - 1] = delta[T - 1]  # nothing comes after the last token
+    for t in reversed(range(T - 1)):  # walk backwards: A_t = delta_t + gamma lam A_{t+1}
+        np.multiply(coef, adv[t + 1], out=adv[t, ...])
+        adv[t] += delta[t]
+    return np.moveaxis(adv, 0, -1)

@@ -9,6 +9,7 @@ field (meaning, range, unit). `field_docs` reads them back, so the command line'
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 import math
@@ -17,7 +18,21 @@ import textwrap
 
 @functools.cache
 def field_docs(cls) -> dict[str, str]:
-    """Map each field of dataclass `cls` to the docstring written under it."""
+    """Map each field of dataclass `cls` to the docstring written under it.
+
+    The docstrings of every dataclass in the MRO are merged, base classes first: a
+    subclass that redefines a field with its own docstring replaces the base's sentence,
+    and the fields it leaves alone keep the base's.
+    """
+    docs = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass):
+            docs.update(_own_field_docs(klass))
+    return docs
+
+
+def _own_field_docs(cls) -> dict[str, str]:
+    """The attribute docstrings written in the body of `cls` itself."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     body = tree.body[0].body
     docs = {}

@@ -9,6 +9,7 @@ from hypothesis.extra.numpy import arrays
 
 from engines.policy_gradient import (
     batch_mean_baseline,
+    gae,
     log_softmax,
     loo_baseline,
     reinforce_estimate,
@@ -16,6 +17,7 @@ from engines.policy_gradient import (
     returns_to_go,
     softmax,
     softmax_score,
+    td_errors,
 )
 
 finite_floats = st.floats(-100, 100, allow_nan=False, allow_infinity=False)
@@ -127,3 +129,37 @@ def test_score_seed_000_worked_example():
     score = softmax_score(np.zeros(4), 2)
     np.testing.assert_allclose(score, [-0.25, -0.25, 0.75, -0.25])
     np.testing.assert_allclose(7.3 * score, [-1.825, -1.825, 5.475, -1.825])
+
+
+# TD errors and GAE, seed 000 sections 6.9 and 6.10: against plain loops and their lambda = 0 and 1 limits.
+
+
+def slow_gae(rewards, values, gamma, lam):
+    """GAE of one episode as the sum of its discounted TD errors, plain loops."""
+    T = len(rewards)
+    delta = [rewards[t] + gamma * (values[t + 1] if t + 1 < T else 0.0) - values[t] for t in range(T)]
+    return [sum((gamma * lam) ** l * delta[t + l] for l in range(T - t)) for t in range(T)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.floats(0, 1), st.floats(0, 1), st.integers(0, 10**6))
+def test_gae_against_per_episode_loop(N, T, gamma, lam, seed):
+    rng = np.random.default_rng(seed)
+    r, V = rng.normal(size=(N, T)), rng.normal(size=(N, T))
+    got = gae(r, V, gamma, lam)
+    for n in range(N):
+        np.testing.assert_allclose(got[n], slow_gae(r[n], V[n], gamma, lam), atol=1e-10)
+    # several lambdas at once: (L, 1) against the (N,) episode axis
+    lams = np.array([0.0, lam, 1.0])
+    many = gae(r, V, gamma, lams[:, None])
+    for i, l in enumerate(lams):
+        np.testing.assert_allclose(many[i], gae(r, V, gamma, l), atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 7), st.floats(0, 1), st.integers(0, 10**6))
+def test_gae_limits(N, T, gamma, seed):
+    rng = np.random.default_rng(seed)
+    r, V = rng.normal(size=(N, T)), rng.normal(size=(N, T))
+    np.testing.assert_allclose(gae(r, V, gamma, 1.0), returns_to_go(r, gamma) - V, atol=1e-10)
+    np.testing.assert_allclose(gae(r, V, gamma, 0.0), td_errors(r, V, gamma), atol=1e-12)
