@@ -6,17 +6,9 @@ import time
 
 import numpy as np
 
+from bench.timing import best_of
 from engines.bandit import BASELINES, MEANS, SD, BanditTrainingSettings, monte_carlo, train_all_baselines
 from engines.policy_gradient import softmax
-
-
-def _best_of(repeats: int, fn) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def seed_loop(settings: BanditTrainingSettings) -> dict[str, float]:
@@ -45,7 +37,7 @@ def seed_loop(settings: BanditTrainingSettings) -> dict[str, float]:
 
 def main() -> None:
     settings = BanditTrainingSettings()
-    vectorised = _best_of(5, lambda: train_all_baselines(settings))
+    vectorised = best_of(5, lambda: train_all_baselines(settings))
     start = time.perf_counter()
     looped = seed_loop(settings)
     loop_time = time.perf_counter() - start
@@ -55,7 +47,7 @@ def main() -> None:
     print("  mean J at the end, vectorised / loop: "
           + ", ".join(f"{b} {runs[b].mean_J()[-1]:.3f} / {looped[b]:.3f}" for b in BASELINES))
     for baselines in ((0.0, 6.5), (0.0, 6.5, 0.0, 3.0, 5.0, 6.0, 6.5, 7.0, 8.0, 10.0, 12.0)):
-        t = _best_of(10, lambda: monte_carlo(MEANS, SD, np.zeros(4), baselines, samples=200_000, seed=0))
+        t = best_of(10, lambda: monte_carlo(MEANS, SD, np.zeros(4), baselines, samples=200_000, seed=0))
         print(f"bandit Monte Carlo 200,000 samples, {len(baselines)} baselines: {1000 * t:.1f} ms")
 
 

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import torch
 
+from bench.timing import best_of
 from engines.toy_target import (
     ToyTargetSettings,
     all_responses,
@@ -19,15 +20,6 @@ from engines.toy_target import (
     token_rewards,
     variance_experiment,
 )
-
-
-def _best_of(repeats: int, fn) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _autograd_gradient(theta: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -45,19 +37,19 @@ def main() -> None:
     theta = np.random.default_rng(0).normal(size=(s.T, s.V, s.V))
     M = s.V**s.T
     all_responses.cache_clear()
-    cold = _best_of(1, lambda: exact_gradient(theta, target))
-    warm = _best_of(5, lambda: exact_gradient(theta, target))
-    autograd = _best_of(3, lambda: _autograd_gradient(theta, target))
+    cold = best_of(1, lambda: exact_gradient(theta, target))
+    warm = best_of(5, lambda: exact_gradient(theta, target))
+    autograd = best_of(3, lambda: _autograd_gradient(theta, target))
     print(f"toy target exact gradient, {M:,} responses enumerated: {warm:.3f} s "
           f"(first call {cold:.3f} s, goal < 2 s); torch autograd of the enumeration {autograd:.3f} s")
-    variances = _best_of(3, lambda: exact_variances(theta, target, s.samples))
+    variances = best_of(3, lambda: exact_variances(theta, target, s.samples))
     print(f"toy target exact variances of all 5 estimators (one enumeration): {variances:.3f} s")
-    experiment = _best_of(3, lambda: variance_experiment(np.zeros_like(theta), target, s.samples, s.batches,
+    experiment = best_of(3, lambda: variance_experiment(np.zeros_like(theta), target, s.samples, s.batches,
                                                          np.random.default_rng(0)))
     print(f"toy target variance experiment, {s.batches} batches x N = {s.samples}, 5 estimators: {experiment:.3f} s")
-    vectorised = _best_of(1, lambda: run_training(s))
+    vectorised = best_of(1, lambda: run_training(s))
     one_seed = dataclasses.replace(s, seeds=1)
-    per_seed = _best_of(1, lambda: [run_training(dataclasses.replace(one_seed, seed=k)) for k in range(s.seeds)])
+    per_seed = best_of(1, lambda: [run_training(dataclasses.replace(one_seed, seed=k)) for k in range(s.seeds)])
     print(f"toy target training 5 estimators x {s.seeds} seeds x {s.steps} steps: vectorised {vectorised:.2f} s, "
           f"per-seed loop {per_seed:.2f} s, ratio {per_seed / vectorised:.1f}x")
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from app.figures.text import table
 from engines.bradley_terry import BradleyTerrySettings as Settings
 from engines.bradley_terry import (
     accuracy_vs_tau,
@@ -70,18 +71,13 @@ def compute(settings: Settings) -> dict:
     }
 
 
-def _table(head: list[str], lines: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in [head, *lines]) for i in range(len(head))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *lines]]
-
-
 def render(result: dict) -> str:
     tau = result["tau"]
     out = [f"Bradley-Terry rater, tau_label = {tau:g} (equation 12)"]
     head = ["gap u_a - u_b", "p = sigma(gap / tau)", "max(p, 1 - p)", f"label frequency ({result['samples']} labels)"]
     lines = [[f"{r['gap']:g}", f"{r['p']:.3f}", f"{r['max_p']:.3f}",
               f"{r['label_frequency']:.3f} ± {r['label_frequency_se']:.3f}"] for r in result["probabilities"]]
-    out += ["  " + line for line in _table(head, lines)]
+    out += ["  " + line for line in table(head, lines)]
     out += [f"  Acc* = {result['acc_star']:.3f} (equation 13)",
             "  Acc* against tau: " + ", ".join(f"{r['tau']:g}: {r['acc_star']:.3f}" for r in result["acc_star_vs_tau"]),
             ""]
@@ -100,5 +96,5 @@ def render(result: dict) -> str:
     lines = [[m["model"], f"({m['reward_w']:g}, {m['reward_l']:g})", f"{m['gap']:g}", f"{m['loss']:.3f}",
               f"{m['mu']:.3f}", f"{m['sigma']:.3f}", f"({m['normalized_w']:.3f}, {m['normalized_l']:.3f})",
               f"{m['normalized_loss']:.3f}"] for m in result["models"]]
-    out += ["  " + line for line in _table(head, lines)]
+    out += ["  " + line for line in table(head, lines)]
     return "\n".join(out)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from app.figures.text import table
 from engines.toy_target import ESTIMATORS, run_training, variance_experiment
 from engines.toy_target import ToyTargetSettings as Settings
 from engines.toy_target import draw_target
@@ -69,11 +70,6 @@ def compute(settings: Settings) -> dict:
     }
 
 
-def _table(head: list[str], lines: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in [head, *lines]) for i in range(len(head))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *lines]]
-
-
 def render(result: dict) -> str:
     T, V, N = result["T"], result["V"], result["samples"]
     f2, tr = result["figure2"], result["training"]
@@ -96,7 +92,7 @@ def render(result: dict) -> str:
     lines = [[r["label"], f"{r['total_variance']:.5f} ± {r['total_variance_se']:.5f}", f"{r['total_variance_exact']:.5f}",
               f"{r['mean_error']:.4f}", f"{r['mean_error_expected']:.4f}", f"{r['scale']:.3f}", f"{r['scale_exact']:.3f}"]
              for r in result["variance_table"]]
-    out += ["  " + line for line in _table(head, lines)]
+    out += ["  " + line for line in table(head, lines)]
     out += [
         "  (± one standard error; 'expected' is the size of |mean - E g_hat| from noise alone, sqrt(tr Var / batches))",
         "",
@@ -106,12 +102,12 @@ def render(result: dict) -> str:
     lines = [[label, f"{f2[f'sd_{k}']:.3f} ± {f2[f'sd_{k}_se']:.4f}", f"{f2[f'sd_{k}_exact']:.4f}",
               f"{f2[f'mean_{k}']:.4f} ± {f2[f'mean_{k}_se']:.4f}", f"{f2[f'zero_share_{k}']:.1%}"]
              for label, k in (("no baseline", "no_baseline"), ("leave-one-out", "loo"))]
-    out += ["  " + line for line in _table(head, lines)]
+    out += ["  " + line for line in table(head, lines)]
     out += ["", f"Training: steps to J >= {tr['threshold']:g}, {tr['seeds']} seeds, N = {N}, "
                 f"plain gradient ascent with lr = {tr['lr']:g}, at most {tr['steps']} steps (- = not reached)"]
     head = ["estimator", "steps per seed", "reached", "final J (mean)"]
     lines = [[r["label"], " ".join("-" if s is None else str(s) for s in r["steps_to_threshold"]),
               f"{sum(s is not None for s in r['steps_to_threshold'])}/{len(r['steps_to_threshold'])}",
               f"{np.mean(r['final_J']):.3f}"] for r in tr["rows"]]
-    out += ["  " + line for line in _table(head, lines)]
+    out += ["  " + line for line in table(head, lines)]
     return "\n".join(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.figures.text import table
 from engines.two_action import TwoActionSettings as Settings
 from engines.two_action import two_action_estimates, variance_minimising_baseline
 
@@ -35,8 +36,7 @@ def render(result: dict) -> str:
         ["mean"] + [_num(round(r["mean"], 10)) for r in rows],
         ["standard deviation"] + [_num(round(r["sd"], 10)) for r in rows],
     ]
-    widths = [max(len(row[i]) for row in [head, *lines]) for i in range(len(head))]
-    table = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *lines]]
-    table.append(f"true gradient p(1-p)(R1-R2) = {_num(result['true_gradient'])}; "
+    out = table(head, lines)
+    out.append(f"true gradient p(1-p)(R1-R2) = {_num(result['true_gradient'])}; "
                  f"the lines cross at the variance-minimising b* = (1-p) R1 + p R2 = {_num(result['b_star'])}")
-    return "\n".join(table)
+    return "\n".join(out)
