@@ -1,8 +1,10 @@
 """The `feedback-lab` command line.
 
     feedback-lab figures NAME [options] [--json]
+    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT]
 
-prints one of the seed chapters' tables from the engines (see `app/figures/`).
+`figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
+`serve` starts the web app (see `app/server.py`).
 Every option is a field of that figure's settings dataclass, with the same default
 and the same one-line help; an invalid value is refused with one sentence and exit
 status 2.
@@ -59,7 +61,24 @@ def build_parser() -> argparse.ArgumentParser:
     figures = commands.add_parser("figures", help="print a table of the seed chapters")
     figures.add_argument("name", choices=list(FIGURES), metavar="NAME", help=", ".join(FIGURES))
     figures.add_argument("options", nargs=argparse.REMAINDER, help="the figure's options; NAME --help lists them")
+    serve = commands.add_parser("serve", help="start the web app (every page present in app/pages)")
+    serve.add_argument("--port", type=int, default=5006, help="port to listen on (default: 5006)")
+    serve.add_argument("--address", default="localhost", help="address to listen on (default: localhost)")
+    serve.add_argument(
+        "--allow-websocket-origin",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="host allowed to open the app's websocket, repeatable (default: the address and port served)",
+    )
+    serve.add_argument("--show", action="store_true", help="open the app in a browser")
     return parser
+
+
+def run_server(args: argparse.Namespace) -> int:
+    from app.server import serve  # panel loads only when the app is served
+
+    serve(port=args.port, address=args.address, websocket_origin=args.allow_websocket_origin, show=args.show)
+    return 0
 
 
 def figure_parser(name: str, module) -> argparse.ArgumentParser:
@@ -87,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "figures":
         return run_figure(args.name, args.options)
+    if args.command == "serve":
+        return run_server(args)
     return 2
 
 

@@ -1,0 +1,73 @@
+"""The preferences page without a browser: curves, ceiling and sampled accuracy against the engine."""
+
+import numpy as np
+import pytest
+
+from app.pages.preferences import GAP_AXIS, SEED_GAPS, TAU_AXIS, PreferencesPage, gap_population, labelled_set, page
+from engines.bradley_terry import accuracy_vs_tau, bt_prob, oracle_accuracy
+
+
+def test_default_page_is_the_seed_check_yourself():
+    pg = page(query={})
+    assert (pg.tau, pg.gaps) == (0.5, "seed")
+    assert pg.metrics.values()["ceiling"] == pytest.approx(0.788, abs=5e-4)  # seed 001 section 7
+    assert "Acc* = 0.788" in pg.summary.object
+    assert not pg.notice.visible
+
+
+def test_check_yourself_numbers():
+    from app.pages.preferences import check_yourself_text
+
+    text = check_yourself_text()
+    assert "σ(2) = 0.881" in text and "σ(4) = 0.982" in text and "**0.788**" in text
+
+
+@pytest.mark.parametrize("tau,gaps,s", [(0.5, "seed", 1.0), (2.0, "normal", 1.5), (0.05, "normal", 0.1), (5.0, "seed", 1.0)])
+def test_curves_follow_the_engine(tau, gaps, s):
+    pg = PreferencesPage(query={})
+    pg.param.update(tau=tau, gaps=gaps, s=s)
+    np.testing.assert_array_equal(pg.prob.data["p"], bt_prob(GAP_AXIS, 0.0, tau))
+    population = gap_population(gaps, s)
+    np.testing.assert_array_equal(pg.ceiling.data["acc"], accuracy_vs_tau(population, TAU_AXIS))
+    assert pg.marker.data == {"tau": [tau], "acc": [float(oracle_accuracy(population, 0.0, tau))]}
+    assert pg.tau_rule.location == tau
+
+
+def test_half_normal_ceiling_matches_a_monte_carlo_average():
+    # Acc* of |N(0, s)| gaps from the 400 quantiles against 200000 draws; tolerance 4 SE of the draws.
+    rng = np.random.default_rng(1)
+    values = bt_prob(np.abs(rng.standard_normal(200_000)) * 1.5, 0.0, 1.0)
+    tolerance = 4 * values.std() / np.sqrt(values.size)
+    assert float(oracle_accuracy(gap_population("normal", 1.5), 0.0, 1.0)) == pytest.approx(values.mean(), abs=tolerance + 1e-4)
+
+
+def test_sampled_set_accuracy_and_its_standard_error():
+    pg = page(query={"n": "5000", "seed": "3"})
+    sample = pg.sample
+    assert sample["n"] == 5000 and sample["prefers_a"].shape == (5000,)
+    assert sample["accuracy"] == pytest.approx(sample["prefers_a"].mean())
+    assert sample["se"] == pytest.approx(np.sqrt(sample["accuracy"] * (1 - sample["accuracy"]) / 5000))
+    assert abs(sample["accuracy"] - sample["expected"]) < 4 * sample["se"]  # u scatters around Acc* by its SE
+    shown = pg.metrics.values()
+    assert shown["accuracy"] == pytest.approx(sample["accuracy"]) and shown["se"] == pytest.approx(sample["se"])
+    for gap, frequency in zip(pg.freq.data["gap"], pg.freq.data["frequency"]):
+        assert frequency == pytest.approx(sample["prefers_a"][sample["gap"] == gap].mean())
+
+
+def test_same_seed_same_sample_and_new_seed_button(monkeypatch):
+    a, b = labelled_set("seed", 1.0, 0.5, 200, 7), labelled_set("seed", 1.0, 0.5, 200, 7)
+    np.testing.assert_array_equal(a["prefers_a"], b["prefers_a"])
+    assert set(np.unique(a["gap"])) <= set(SEED_GAPS)
+    monkeypatch.setattr("widgets.run_controls.secrets.randbelow", lambda high: 42)
+    pg = page(query={"seed": "5"})
+    button = pg.__panel__()[2][2][1][1]
+    button.clicks += 1
+    assert pg.seed == 42
+    assert f"(seed {pg.seed})" in pg.summary.object
+
+
+@pytest.mark.parametrize("query,bad", [({"tau": "0.01"}, "tau"), ({"gaps": "uniform"}, "gaps"), ({"n": "ten"}, "n"), ({"seed": "-1"}, "seed")])
+def test_bad_link_values_fall_back_with_a_notice(query, bad):
+    pg = page(query=query)
+    assert pg.notice.visible and f"{bad}=" in pg.notice.object
+    assert getattr(pg, bad) == PreferencesPage.param[bad].default

@@ -1,0 +1,135 @@
+"""The app's frame without a browser: routes from the pages present, URL parsing, widgets."""
+
+import threading
+import time
+from dataclasses import dataclass
+
+import panel as pn
+import param
+import pytest
+from bokeh.models import ColumnDataSource
+
+from app.cli import build_parser
+from app.pages import PAGE_ORDER, available_pages
+from app.server import index_view, nav_html, query_link, route_link, routes
+from widgets.downloads import source_csv
+from widgets.streaming import StreamingCurve, StreamingRun
+from widgets.url_state import parse_query
+
+
+def test_routes_are_the_page_modules_present():
+    pages = available_pages()
+    names = [p.name for p in pages]
+    assert names == [n for n in PAGE_ORDER if n in names]  # reading order kept
+    assert "baselines" in names
+    table = routes()
+    assert set(table) == {"/"} | {f"/{p.route}" for p in pages}
+    assert all("_" not in route for route in table)  # token_world is served at /token-world
+    for p in pages:
+        assert callable(p.module.page) and p.title and p.summary
+        assert isinstance(p.module.page(), pn.viewable.Viewer)
+
+
+def test_navigation_and_index_link_every_page():
+    pages = available_pages()
+    nav = nav_html(pages, "baselines", route_link)
+    assert '<a href="/">Overview</a>' in nav
+    assert '<a href="/baselines" aria-current=page>' in nav
+    assert nav.count("<a ") == len(pages) + 1
+    index_html = index_view(pages, query_link)[1].object
+    assert all(f'href="?page={p.route}"' in index_html for p in pages)
+
+
+def test_serve_command_options():
+    args = build_parser().parse_args(["serve"])
+    assert (args.port, args.address, args.allow_websocket_origin) == (5006, "localhost", None)
+    args = build_parser().parse_args(["serve", "--port", "8000", "--address", "0.0.0.0", "--allow-websocket-origin", "lab.example:80"])
+    assert (args.port, args.address, args.allow_websocket_origin) == (8000, "0.0.0.0", ["lab.example:80"])
+
+
+class Controls(param.Parameterized):
+    x = param.Number(default=1.0, bounds=(0.0, 2.0))
+    n = param.Integer(default=10, bounds=(1, 100))
+    flag = param.Boolean(default=False)
+    mode = param.Selector(default="a", objects=["a", "b"])
+
+
+@pytest.mark.parametrize(
+    "query,applied,bad",
+    [
+        ({"x": "1.5", "n": "20", "flag": "true", "mode": "b"}, {"x": 1.5, "n": 20, "flag": True, "mode": "b"}, []),
+        ({"x": "3"}, {}, ["x"]),
+        ({"x": "inf", "n": "2.5"}, {}, ["x", "n"]),
+        ({"n": "0", "flag": "maybe", "mode": "c"}, {}, ["n", "flag", "mode"]),
+        ({"x": "0.5", "other": "ignored"}, {"x": 0.5}, []),
+    ],
+)
+def test_parse_query_keeps_valid_values_and_explains_the_rest(query, applied, bad):
+    values, notices = parse_query(Controls(), query, ["x", "n", "flag", "mode"])
+    assert values == applied
+    assert len(notices) == len(bad)
+    for name, notice in zip(bad, notices):
+        assert notice.startswith(f"{name}=") and "ignored" in notice
+
+
+def test_source_csv_has_a_header_and_one_row_per_point():
+    text = source_csv(ColumnDataSource({"b": [0.0, 0.5], "g": [5.5, -5.0]}))
+    assert text == "b,g\n0.0,5.5\n0.5,-5.0\n"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    step: int
+    values: tuple
+
+
+def counting(steps: int, delay: float = 0.0):
+    def make():
+        for t in range(1, steps + 1):
+            time.sleep(delay)
+            yield Snapshot(t, tuple(range(t)))
+
+    return make
+
+
+def test_streaming_run_delivers_partial_results_and_the_last_one():
+    seen, done = [], threading.Event()
+    run = StreamingRun(seen.append, lambda finished: done.set() if finished else None, period=0.02)
+    run.start(counting(30, delay=0.005))
+    assert done.wait(5)
+    assert 2 <= len(seen) < 30  # throttled, but partial results arrived before the end
+    assert seen[-1].step == 30
+
+
+def test_streaming_run_stops_and_a_newer_start_cancels_stale_work():
+    seen = []
+    run = StreamingRun(seen.append, period=0.0)
+    run.start(counting(10_000, delay=0.001))
+    time.sleep(0.05)
+    run.start(counting(3))
+    run.join(5)
+    assert seen[-1].step == 3 and len(seen[-1].values) == 3
+    run.start(counting(10_000, delay=0.001))
+    time.sleep(0.05)
+    run.stop()
+    run.join(5)
+    assert not run.running
+    assert seen[-1].step < 10_000
+
+
+def test_streaming_curve_updates_its_source_in_place():
+    curve = StreamingCurve(
+        steps=counting(5),
+        to_data=lambda s: {"t": list(range(s.step)), "y": list(s.values)},
+        x="t",
+        lines={"y": "a line"},
+        x_label="step",
+        y_label="value (units)",
+        progress=lambda s: s.step / 5,
+    )
+    source = curve.source
+    curve.start()
+    curve.run.join(5)
+    assert curve.source is source
+    assert source.data == {"t": [0, 1, 2, 3, 4], "y": [0, 1, 2, 3, 4]}
+    assert curve.controls.progress == 1.0 and not curve.controls.running

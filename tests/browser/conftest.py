@@ -1,0 +1,165 @@
+"""Browser tests: one app server for the whole run, Chromium from the system, screenshots.
+
+Fixtures for every page's browser tests (helpers are fixtures too, so test modules
+import nothing from here):
+    server_url       base URL of a `python -m app.cli serve` started on a free localhost port
+    console_errors   console errors and page errors of the `page` fixture, filled as it runs
+    open_page        open_page(route, query="") loads a page, waits until Bokeh has drawn it
+    slider_handle    slider_handle(page, label): the handle of the slider titled `label...`
+    slider_value     slider_value(page, label): the value its title shows, as text
+    shown_text       shown_text(locator): the element's text, whitespace collapsed
+    save_screenshot  save_screenshot(page, name) writes docs/screenshots/NAME.png
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(item.fspath).parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1280, "height": 900}}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the app server exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the app server did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://localhost:{port}"
+    try:
+        wait_until_up(url + "/", process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture
+def console_errors(page):
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
+@pytest.fixture
+def open_page(page, server_url, console_errors):
+    def go(route: str, query: str = ""):
+        page.goto(f"{server_url}/{route}{query}")
+        # The document has rendered once Bokeh has its models and the first canvas is drawn.
+        page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
+        page.locator(".bk-Canvas, .fl-index").first.wait_for(state="attached", timeout=20_000)
+        return page
+
+    return go
+
+
+def _shown_text(locator) -> str:
+    return re.sub(r"\s+", " ", locator.inner_text()).strip()
+
+
+def _slider_handle(page, label: str):
+    """The handle of the slider whose title starts with `label` (Bokeh renders noUiSlider)."""
+    slider = page.locator(".bk-input-group", has=page.locator(".bk-slider-title", has_text=label))
+    return slider.locator(".noUi-handle").first
+
+
+def _slider_value(page, label: str) -> str:
+    """The value shown in the slider's title, e.g. "0.5" of "Baseline b: 0.5"."""
+    title = page.locator(".bk-slider-title", has_text=label).first
+    return _shown_text(title).split(":")[-1].strip()
+
+
+def _save_screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    # The template scrolls inside its main area, so a tall viewport shows the whole page.
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"], "height": 1500})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+    return path
+
+
+@pytest.fixture(scope="session")
+def shown_text():
+    return _shown_text
+
+
+@pytest.fixture(scope="session")
+def slider_handle():
+    return _slider_handle
+
+
+@pytest.fixture(scope="session")
+def slider_value():
+    return _slider_value
+
+
+@pytest.fixture(scope="session")
+def save_screenshot():
+    return _save_screenshot

@@ -1,0 +1,152 @@
+"""Training runs that stream: a worker thread walks an engine's generator, the plot follows.
+
+An engine's long computation is a generator of frozen snapshots. `StreamingRun` walks
+it off the UI thread and hands the latest snapshot to the page at most every `period`
+seconds (0.1 s, so partial results arrive well within 250 ms) through the Bokeh
+document's next-tick callback, the thread-safe way into a session. Starting again
+cancels the run under way, so a newer slider value always wins over stale work, and
+snapshots of a cancelled run are dropped even if already queued.
+
+`StreamingCurve` is the common case: a line plot whose ColumnDataSource is replaced
+in place by each snapshot, with Start/Stop, progress and (optionally) the seed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+
+from widgets.downloads import plot_with_downloads
+from widgets.run_controls import RunControls
+from widgets.style import OKABE_ITO, plot
+
+
+class StreamingRun:
+    """Run generators on a worker thread, one at a time, delivering snapshots to `apply`.
+
+    `apply(snapshot)` and `on_done(finished)` run on the session's thread (directly,
+    on the worker, when there is no server session, as in tests). `finished` is True
+    when the generator ran to its end, False when it was stopped or replaced.
+    """
+
+    def __init__(self, apply: Callable[[object], None], on_done: Callable[[bool], None] | None = None, period: float = 0.1):
+        self.apply, self.on_done, self.period = apply, on_done, period
+        self._token = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    def start(self, steps: Callable[[], Iterator]) -> None:
+        """Cancel any run under way and walk the generator `steps()` on a new thread."""
+        self.stop()
+        self._token += 1
+        self._stop = threading.Event()
+        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+        self._thread = threading.Thread(target=self._work, args=(self._token, steps, self._stop, doc), daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _deliver(self, doc, callback) -> None:
+        if doc is None:
+            callback()
+        else:
+            doc.add_next_tick_callback(callback)
+
+    def _work(self, token: int, steps: Callable[[], Iterator], stop: threading.Event, doc) -> None:
+        last, pending, finished = time.monotonic(), None, False
+        try:
+            for snapshot in steps():
+                if stop.is_set():
+                    return
+                pending = snapshot
+                if time.monotonic() - last >= self.period:
+                    self._deliver(doc, partial(self._apply_current, token, pending))
+                    last, pending = time.monotonic(), None
+            finished = not stop.is_set()
+        finally:
+            if pending is not None and not stop.is_set():
+                self._deliver(doc, partial(self._apply_current, token, pending))
+            self._deliver(doc, partial(self._done_current, token, finished))
+
+    def _apply_current(self, token: int, snapshot) -> None:
+        if token == self._token:
+            self.apply(snapshot)
+
+    def _done_current(self, token: int, finished: bool) -> None:
+        if token == self._token and self.on_done is not None:
+            self.on_done(finished)
+
+
+class StreamingCurve(pn.viewable.Viewer):
+    """A line plot fed by a streaming run, with Start/Stop, progress and an optional seed.
+
+    `to_data(snapshot)` returns the plot's columns (`x` and every key of `lines`);
+    `lines` maps a column to its legend label; `steps()` makes a fresh generator;
+    `progress(snapshot)` gives the fraction done, 0 to 1.
+    """
+
+    data = param.Dict(default={}, doc="The columns last drawn, by name.")
+
+    def __init__(
+        self,
+        steps: Callable[[], Iterator],
+        to_data: Callable[[object], dict],
+        x: str,
+        lines: dict[str, str],
+        x_label: str,
+        y_label: str,
+        progress: Callable[[object], float] | None = None,
+        seed: param.Integer | None = None,
+        y_range: tuple[float, float] | None = None,
+        name: str = "curve",
+        **params,
+    ):
+        super().__init__(**params)
+        self.steps, self.to_data, self.progress_of = steps, to_data, progress
+        self.source = ColumnDataSource({x: [], **{col: [] for col in lines}}, name=name)
+        self.figure = plot(x_label, y_label, y_range=y_range)
+        for col, colour in zip(lines, OKABE_ITO.values()):
+            self.figure.line(x, col, source=self.source, color=colour, line_width=2, legend_label=lines[col])
+        self.figure.legend.location = "bottom_right"
+        self.run = StreamingRun(self._apply, self._done)
+        self.controls = RunControls(self.start, self.stop, seed=seed)
+        self._layout = pn.Column(self.controls, plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
+
+    def start(self) -> None:
+        """Start a fresh run, replacing any run under way (a newer setting cancels stale work)."""
+        self.controls.param.update(running=True, progress=0.0)
+        self.run.start(self.steps)
+
+    def stop(self) -> None:
+        self.run.stop()
+        self.controls.running = False
+
+    def _apply(self, snapshot) -> None:
+        data = self.to_data(snapshot)
+        self.source.data = data
+        self.data = data
+        if self.progress_of is not None:
+            self.controls.progress = min(max(float(self.progress_of(snapshot)), 0.0), 1.0)
+
+    def _done(self, finished: bool) -> None:
+        self.controls.running = False
+        if finished:
+            self.controls.progress = 1.0
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,93 @@
+"""Every control in the query string: a shared link restores the page's state.
+
+`sync_url(viewer, names)` reads the link's query values once, applies the valid ones,
+then keeps the URL and the controls in step with `pn.state.location.sync`. A value
+that does not parse or lies outside its control's range is dropped: the control keeps
+its default and the returned `pn.pane.Alert` says so, instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import panel as pn
+import param
+
+
+def _parse(parameter: param.Parameter, text: str):
+    """The value `text` stands for, or ValueError with the reason in words."""
+    if isinstance(parameter, param.Boolean):
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false", "1", "0"):
+            raise ValueError("expected true or false")
+        return lowered in ("true", "1")
+    if isinstance(parameter, param.Number):
+        try:
+            value = int(text) if isinstance(parameter, param.Integer) else float(text)
+        except ValueError:
+            raise ValueError("not a number") from None
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        low, high = parameter.bounds or (None, None)
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"outside the range {low} to {high}")
+        return value
+    if isinstance(parameter, param.Selector):
+        for option in parameter.objects:
+            if str(option) == text:
+                return option
+        raise ValueError("not one of " + ", ".join(map(str, parameter.objects)))
+    return json.loads(text)
+
+
+def parse_query(obj: param.Parameterized, query: dict[str, str], names: list[str]) -> tuple[dict, list[str]]:
+    """Split a link's query values into the valid ones (by parameter) and notices about the rest."""
+    values, notices = {}, []
+    for name in names:
+        if name not in query:
+            continue
+        parameter = obj.param[name]
+        try:
+            values[name] = _parse(parameter, query[name])
+        except ValueError as reason:
+            default = getattr(obj, name)
+            notices.append(f"{name}={query[name]!r} in the link was ignored ({reason}); using {name} = {default}.")
+    return values, notices
+
+
+def _session_query() -> dict[str, str]:
+    """The query arguments of the current server session's request, first value of each."""
+    args = pn.state.session_args if pn.state.curdoc and pn.state.curdoc.session_context else {}
+    return {k: v[0].decode(errors="replace") for k, v in (args or {}).items() if v}
+
+
+def notice_alert(notices: list[str], alert: pn.pane.Alert | None = None) -> pn.pane.Alert:
+    """A warning listing `notices`, hidden when there are none (reuses `alert` if given)."""
+    alert = alert or pn.pane.Alert(alert_type="warning", sizing_mode="stretch_width")
+    alert.object = "\n".join(f"- {n}" for n in notices)
+    alert.visible = bool(notices)
+    return alert
+
+
+def sync_url(obj: param.Parameterized, names: list[str], query: dict[str, str] | None = None) -> pn.pane.Alert:
+    """Apply the link's valid values to `obj`, keep the URL in step, return the notice pane.
+
+    `query` defaults to the current session's request arguments (tests pass one).
+    """
+    values, notices = parse_query(obj, _session_query() if query is None else query, names)
+    obj.param.update(**values)
+    alert = notice_alert(notices)
+    location = pn.state.location if pn.state.curdoc and pn.state.curdoc.session_context else None
+    if location is not None:
+
+        def on_error(rejected: dict) -> None:
+            # The browser's own query string arrives after the request's and is applied all
+            # or nothing: keep its valid values, report the rest once, and rewrite the URL.
+            valid, more = parse_query(obj, {k: str(v) for k, v in rejected.items()}, list(rejected))
+            obj.param.update(**valid)
+            notice_alert(list(dict.fromkeys(notices + more)), alert)
+            location.update_query(**{k: json.dumps(getattr(obj, k)) for k in rejected})
+
+        location.sync(obj, {n: n for n in names}, on_error=on_error)
+    return alert
