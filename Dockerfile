@@ -13,7 +13,7 @@ COPY app ./app
 COPY widgets ./widgets
 COPY engines ./engines
 COPY assets ./assets
-RUN pip install .
+RUN pip install -e .
 
 RUN useradd --create-home learner
 USER learner

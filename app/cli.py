@@ -2,57 +2,36 @@
 
     feedback-lab figures NAME [options] [--json]
     feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT]
+    feedback-lab train-lm [options] [--out DIR]
+    feedback-lab make-pairs --pairs N --tau-label T --out FILE
+    feedback-lab train-reward --pairs FILE --out FILE [--json]
+    feedback-lab make-embedded-model [options]
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
-`serve` starts the web app (see `app/server.py`).
-Every option is a field of that figure's settings dataclass, with the same default
-and the same one-line help; an invalid value is refused with one sentence and exit
-status 2.
+`serve` starts the web app (see `app/server.py`); the others run the language-model
+work without a browser, writing the same files as the pages. Every option of a figure
+or a run is a field of its settings dataclass, with the same default and the same
+one-line help; an invalid value is refused with one sentence and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
+import os
 import sys
-import typing
 
 from app.figures import FIGURES
-from engines.settings import field_docs
+from app.options import add_settings_options, settings_from_args
 
-
-def _option_kwargs(annotation, default) -> dict:
-    """argparse keyword arguments for one dataclass field's type."""
-    if typing.get_origin(annotation) is tuple:
-        (item, *_) = typing.get_args(annotation)
-        return {"type": item, "nargs": "+", "default": list(default)}
-    if annotation is bool:
-        return {"action": argparse.BooleanOptionalAction, "default": default}
-    return {"type": annotation, "default": default}
-
-
-def add_settings_options(parser: argparse.ArgumentParser, settings_cls) -> None:
-    """One `--field-name` option per field of `settings_cls`, help from its docstring."""
-    docs = field_docs(settings_cls)
-    hints = typing.get_type_hints(settings_cls)
-    for field in dataclasses.fields(settings_cls):
-        kwargs = _option_kwargs(hints[field.name], field.default)
-        default = kwargs["default"]
-        shown = " ".join(map(str, default)) if isinstance(default, list) else default
-        kwargs["help"] = f"{docs.get(field.name, '')} (default: {shown})"
-        parser.add_argument("--" + field.name.replace("_", "-"), dest=field.name, **kwargs)
-
-
-def settings_from_args(settings_cls, args: argparse.Namespace):
-    """Build the frozen settings from parsed options; ValueError carries the sentence."""
-    hints = typing.get_type_hints(settings_cls)
-    values = {}
-    for field in dataclasses.fields(settings_cls):
-        value = getattr(args, field.name)
-        values[field.name] = tuple(value) if typing.get_origin(hints[field.name]) is tuple else value
-    return settings_cls(**values)
+COMMANDS = {
+    "train-lm": ("app.train_lm", "add_arguments", "run", "train a language model with REINFORCE, as the live-run page does"),
+    "make-pairs": ("app.preferences_cli", "add_make_pairs_arguments", "run_make_pairs", "sample and label preference pairs"),
+    "train-reward": ("app.preferences_cli", "add_train_reward_arguments", "run_train_reward", "train a reward model on pairs"),
+    "make-embedded-model": ("app.embedded_model", "add_arguments", "run", "rebuild the embedded language model"),
+}
+"""Commands whose modules (torch, transformers) load only when the command runs."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,7 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="host allowed to open the app's websocket, repeatable (default: the address and port served)",
     )
     serve.add_argument("--show", action="store_true", help="open the app in a browser")
+    for name, (*_, help_text) in COMMANDS.items():
+        commands.add_parser(name, help=help_text, add_help=False)  # main() hands these their own options
     return parser
+
+
+def run_command(name: str, options: list[str]) -> int:
+    """Import the command's module, parse its own options and run it."""
+    module_name, add_name, run_name, help_text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"feedback-lab {name}", description=help_text)
+    getattr(module, add_name)(parser)
+    return getattr(module, run_name)(parser.parse_args(options))
 
 
 def run_server(args: argparse.Namespace) -> int:
@@ -98,17 +88,21 @@ def run_figure(name: str, options: list[str]) -> int:
     except ValueError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     result = module.compute(settings)
-    print(json.dumps(result) if args.json else module.render(result))
+    try:
+        print(json.dumps(result) if args.json else module.render(result), flush=True)
+    except BrokenPipeError:  # `| head` closed the pipe: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in COMMANDS:
+        return run_command(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     if args.command == "figures":
         return run_figure(args.name, args.options)
-    if args.command == "serve":
-        return run_server(args)
-    return 2
+    return run_server(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,136 @@
+"""Run folders of the live REINFORCE run: `runs/ID/` with config.json and three JSON-lines files.
+
+    config.json     the settings, the learning rate and device in force, the model's size
+    metrics.jsonl   one line per training step: step, reward, p_positive, kl, entropy, grad_norm, loss, step_time
+    samples.jsonl   one line per training step: step and the newest replies with per-token log-ratios
+    eval.jsonl      one line per held-out evaluation: step, reward, p_positive, kl_exact, kl, entropy,
+                    ref_perplexity, distinct_1, distinct_2, a few replies and the worked example of reply 0
+
+Every line is flushed as soon as it is written, so a crash or a killed server loses at most
+the step in flight; readers skip a last line cut short by such a stop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.lm_reinforce import EvalResult, LMSettings, StepResult, worked_example
+
+RUNS_DIR = Path("runs")
+FILES = ("metrics.jsonl", "samples.jsonl", "eval.jsonl")
+EVAL_SAMPLES = 8
+"""Held-out replies written to each eval.jsonl line."""
+
+
+def new_run_id(settings: LMSettings) -> str:
+    """A sortable, readable folder name: time, model, reward, beta."""
+    model = Path(settings.model).name or settings.model
+    reward = settings.reward.replace("/", "-")
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{reward}-beta{settings.beta:g}"
+
+
+def step_record(result: StepResult) -> dict:
+    """The metrics.jsonl line of a step."""
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "samples"}
+
+
+def samples_record(result: StepResult) -> dict:
+    """The samples.jsonl line of a step."""
+    return {"step": result.step, "samples": [dataclasses.asdict(s) for s in result.samples]}
+
+
+def eval_record(result: EvalResult) -> dict:
+    """The eval.jsonl line of an evaluation: the `[eval]` numbers, a few replies, the worked example."""
+    ex = worked_example(result, 0)
+    keys = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2")
+    return {k: getattr(result, k) for k in keys} | {
+        "samples": [{"prompt": p, "reply": y} for p, y in zip(result.prompts[:EVAL_SAMPLES], result.replies[:EVAL_SAMPLES])],
+        "worked_example": {
+            "prompt": ex.prompt, "R": ex.R, "beta": ex.beta, "tokens": list(ex.tokens),
+            **{k: getattr(ex, k).tolist() for k in ("logp", "ref_logp", "log_ratio", "r", "G")},
+        },
+    }
+
+
+class RunWriter:
+    """Writes one run folder: config.json at once, then a line per result, flushed every time."""
+
+    def __init__(self, folder: Path | str, config: dict):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        self.files = {name: open(self.folder / name, "a", encoding="utf-8") for name in FILES}
+
+    def _append(self, name: str, record: dict) -> None:
+        handle = self.files[name]
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+
+    def write(self, result: StepResult | EvalResult) -> None:
+        if isinstance(result, StepResult):
+            self._append("metrics.jsonl", step_record(result))
+            self._append("samples.jsonl", samples_record(result))
+        else:
+            self._append("eval.jsonl", eval_record(result))
+
+    def close(self) -> None:
+        for handle in self.files.values():
+            handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_jsonl(path: Path | str) -> list[dict]:
+    """Every complete line of a JSON-lines file; a missing file is empty, a cut-short line is skipped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # only a stop in mid-write leaves one, as the last line
+    return records
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder read back."""
+
+    id: str
+    """The folder's name."""
+    folder: Path
+    config: dict
+    metrics: list[dict]
+    samples: list[dict]
+    evals: list[dict]
+
+    @property
+    def finished(self) -> bool:
+        """True when every step asked for was written."""
+        return bool(self.metrics) and self.metrics[-1]["step"] >= self.config.get("settings", {}).get("steps", 0)
+
+
+def read_run(folder: Path | str) -> Run:
+    """Read a run folder (complete or cut short)."""
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    metrics, samples, evals = (read_jsonl(folder / name) for name in FILES)
+    return Run(id=folder.name, folder=folder, config=config, metrics=metrics, samples=samples, evals=evals)
+
+
+def list_runs(root: Path | str = RUNS_DIR) -> list[Run]:
+    """Every run folder under `root` (those with a config.json), oldest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return [read_run(f) for f in sorted(root.iterdir()) if (f / "config.json").is_file()]

@@ -1,0 +1,95 @@
+"""Train a language model with REINFORCE from the command line: `feedback-lab train-lm [options] --out DIR`.
+
+Seed 000 sections 6.11 and 6.12 without a browser: the same engine and the same run files
+as the live-run page (see app/runs.py), a progress bar on stderr, and the seed's `[eval]`
+lines and worked example on stdout. Every option is a field of LMSettings, with its default
+and one-line help; an invalid value or a model that cannot be loaded is refused with one
+sentence and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from engines.lm_models import ModelNotAvailable
+from engines.lm_reinforce import EvalResult, LMRun, LMSettings, WorkedExample, worked_example
+
+from app.options import add_settings_options, settings_from_args
+from app.runs import RUNS_DIR, RunWriter, new_run_id
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One `--field-name` option per LMSettings field, plus --out and --quiet."""
+    add_settings_options(parser, LMSettings)
+    parser.add_argument("--out", type=Path, default=None, help=f"run folder to write (default: a new folder under {RUNS_DIR}/)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def format_eval(result: EvalResult, settings: LMSettings) -> str:
+    """The seed's `[eval start]` / `[eval end]` line (`[eval step N]` in between)."""
+    when = "start" if result.step == 0 else "end" if result.step == settings.steps else f"step {result.step}"
+    return (
+        f"[eval {when}] {settings.eval_prompts} held-out prompts x {settings.eval_replies}: "
+        f"reward {result.reward:+.2f}  P(positive) {result.p_positive:.3f}  KL {result.kl_exact:.2f} nats/reply  "
+        f"entropy {result.entropy:.2f}  ref-perplexity {result.ref_perplexity:.1f}  "
+        f"distinct-1 {result.distinct_1:.3f}  distinct-2 {result.distinct_2:.3f}"
+    )
+
+
+def format_worked_example(ex: WorkedExample, reward_label: str = "classifier") -> str:
+    """Seed 000 section 6.12's worked-example table, every row."""
+    lines = [f'worked example (beta = {ex.beta:g}): prompt "{ex.prompt}", {reward_label} log-odds R = {ex.R:+.3f}']
+    for t, tok in enumerate(ex.tokens):
+        lines.append(
+            f"{t:4d} {repr(tok):<14s} log pi {ex.logp[t]:7.3f}  log ref {ex.ref_logp[t]:7.3f}  "
+            f"log-ratio {ex.log_ratio[t]:+7.3f}  r_t {ex.r[t]:+7.3f}  G_t {ex.G[t]:+7.3f}"
+        )
+    total = ex.R - ex.beta * ex.log_ratio.sum()
+    lines.append(f"  sum of log-ratios = {ex.log_ratio.sum():.3f};  total reward = R - beta * sum = {total:+.3f} = G_0")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, writing the run folder; 0 when done, 2 for a refused setting or an unavailable model."""
+    from tqdm import tqdm
+
+    try:
+        settings = settings_from_args(LMSettings, args)
+        lm = LMRun(settings)
+    except (ValueError, ModelNotAvailable) as error:
+        print(f"feedback-lab train-lm: error: {error}", file=sys.stderr)
+        return 2
+    folder = args.out if args.out is not None else RUNS_DIR / new_run_id(settings)
+    config = {
+        "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
+        "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
+    }
+    reward_label = "VADER" if settings.reward == "vader" else "classifier"
+    bar = tqdm(total=settings.steps, file=sys.stderr, disable=args.quiet, desc="train-lm", unit="step")
+    last = None
+    with RunWriter(folder, config) as writer:
+        for result in lm.steps():
+            writer.write(result)
+            if isinstance(result, EvalResult):
+                last = result
+                bar.write(format_eval(result, settings), file=sys.stdout)
+            else:
+                bar.update(1)
+                bar.set_postfix(reward=f"{result.reward:+.2f}", kl=f"{result.kl:.1f}", s_per_step=f"{result.step_time:.2f}")
+    bar.close()
+    print(format_worked_example(worked_example(last, 0), reward_label))
+    print(f"run written to {folder}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="feedback-lab train-lm", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

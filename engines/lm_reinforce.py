@@ -1,0 +1,452 @@
+"""REINFORCE with a leave-one-out baseline on a language model: seed 000 sections 6.11 and 6.12.
+
+Each step samples K replies of T tokens to each of N_p prompts from the policy pi_theta
+(temperature 1, no top-k or top-p, end-of-text banned), scores prompt + reply with a
+reward R(x, y) in log-odds, and ascends the REINFORCE estimate with per-token shaped rewards
+
+    r_t = -beta (log pi_theta(y_t | s_t) - log pi_ref(y_t | s_t)) + 1[t = T-1] R(x, y)
+    G_t = sum_{t' >= t} r_t'                    (reward-to-go)
+    b_t^(i) = 1/(K-1) sum_{j != i} G_t^(j)      (leave-one-out over the K replies to one prompt)
+    loss = -mean_{i,t} (G_t^(i) - b_t^(i)) log pi_theta(y_t^(i) | s_t^(i))
+
+with Adam and gradient clipping to norm 1. The end-of-text ban is applied both when
+sampling and when computing log-probabilities, so the policy sampled from and the policy
+differentiated are the same distribution over the vocabulary without end-of-text.
+
+`LMRun(settings).steps()` is a generator: one `StepResult` per training step and one
+`EvalResult` (held-out prompts, the seed's `[eval]` line) at the start, every `eval_every`
+steps and at the end; stop iterating to stop the run.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from engines.lm_models import (
+    DEVICES,
+    EMBEDDED,
+    autocast,
+    cache_keyword,
+    load_causal_lm,
+    output_cache,
+    resolve_device,
+)
+from engines.lm_rewards import load_reward
+from engines.policy_gradient import loo_baseline, returns_to_go
+from engines.review_corpus import bundled_prompts
+from engines.settings import finite, require
+
+SEED_LR = 2e-5
+"""The seed's learning rate for GPT-2 small (124M parameters)."""
+MODEL_LR = {EMBEDDED: 1e-4}
+"""Learning rates that differ from the seed's, by model. The embedded model has 0.9M parameters,
+not GPT-2's 124M; at 1e-4 its beta = 0 run follows the seed's GPT-2 run (English at step 50,
+repeating by step 100, one word on a loop by step 150), while at 3e-4 it had collapsed by step 50.
+See assets/models/embedded/README.md for the measured runs."""
+BANNED_LOGIT = -1e9
+"""Logit given to end-of-text: exp underflows to exactly 0 in float32, and 0 * logit stays finite."""
+
+
+def default_lr(model: str) -> float:
+    """The learning rate used when none is given: MODEL_LR[model], else the seed's 2e-5."""
+    return MODEL_LR.get(model, SEED_LR)
+
+
+@dataclass(frozen=True)
+class LMSettings:
+    """One live REINFORCE run on a language model, seed 000 section 6.11."""
+
+    model: str = EMBEDDED
+    """Policy and reference model: 'embedded', a hub id (gpt2, distilgpt2) or a local folder."""
+    reward: str = "vader"
+    """Reward: 'vader' (no download), 'lvwerra/distilbert-imdb' (the seed's), or a classifier id or folder."""
+    beta: float = 0.05
+    """KL penalty per nat of log-ratio to the reference; >= 0 (0 = no penalty)."""
+    lr: float | None = None
+    """Adam learning rate; > 0; unset = the model's default (2e-5 as in the seed, 1e-4 for 'embedded')."""
+    steps: int = 300
+    """Training steps; at least 1."""
+    prompts: int = 16
+    """Prompts per step; at least 1."""
+    replies: int = 4
+    """Replies K sampled per prompt; at least 2 (the leave-one-out baseline needs two)."""
+    T: int = 24
+    """Tokens per reply; at least 1."""
+    prompt_tokens: int = 8
+    """Prompts are cut to this many tokens; at least 1."""
+    clip: float = 1.0
+    """Gradient clipping: largest gradient norm; > 0."""
+    seed: int = 0
+    """Seed of the prompts drawn and the replies sampled; a whole number >= 0."""
+    device: str = "auto"
+    """'auto' (CUDA if available, else CPU), 'cpu' or 'cuda'."""
+    eval_every: int = 50
+    """Held-out evaluation every this many steps (and at the start and the end); at least 1."""
+    eval_prompts: int = 64
+    """Held-out prompts per evaluation; 1 to 64 (the bundled held-out prompts)."""
+    eval_replies: int = 4
+    """Replies sampled per held-out prompt; at least 1."""
+    keep_samples: int = 4
+    """Replies kept per step for display (one each from the first prompts); 0 to prompts."""
+
+    def __post_init__(self):
+        def whole(v, low):
+            return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+        require(isinstance(self.model, str) and self.model.strip() != "", "model must name a model: 'embedded', a hub id or a folder.")
+        require(isinstance(self.reward, str) and self.reward.strip() != "", "reward must name a reward, e.g. 'vader'.")
+        require(finite(self.beta) and self.beta >= 0, f"beta must be a number >= 0, got {self.beta}.")
+        require(self.lr is None or (finite(self.lr) and self.lr > 0), f"lr must be a positive number, got {self.lr}.")
+        require(whole(self.steps, 1), f"steps must be a whole number >= 1, got {self.steps}.")
+        require(whole(self.prompts, 1), f"prompts must be a whole number >= 1, got {self.prompts}.")
+        require(whole(self.replies, 2), f"replies must be at least 2 (the leave-one-out baseline needs two), got {self.replies}.")
+        require(whole(self.T, 1), f"T must be a whole number of tokens >= 1, got {self.T}.")
+        require(whole(self.prompt_tokens, 1), f"prompt_tokens must be a whole number >= 1, got {self.prompt_tokens}.")
+        require(finite(self.clip) and self.clip > 0, f"clip must be a positive gradient norm, got {self.clip}.")
+        require(whole(self.seed, 0), f"seed must be a whole number >= 0, got {self.seed}.")
+        require(self.device in DEVICES or self.device.startswith("cuda:"), f"device must be one of {', '.join(DEVICES)}, got {self.device!r}.")
+        require(whole(self.eval_every, 1), f"eval_every must be a whole number >= 1, got {self.eval_every}.")
+        require(whole(self.eval_prompts, 1) and self.eval_prompts <= 64, f"eval_prompts must lie between 1 and 64, got {self.eval_prompts}.")
+        require(whole(self.eval_replies, 1), f"eval_replies must be a whole number >= 1, got {self.eval_replies}.")
+        require(whole(self.keep_samples, 0) and self.keep_samples <= self.prompts, f"keep_samples must lie between 0 and prompts = {self.prompts}, got {self.keep_samples}.")
+
+    @property
+    def learning_rate(self) -> float:
+        """The learning rate in force: `lr` if given, else `default_lr(model)`."""
+        return self.lr if self.lr is not None else default_lr(self.model)
+
+
+# ----------------------------------------------------------------------------- the pieces of one step
+
+
+def ban(logits: torch.Tensor, eos: int | None) -> torch.Tensor:
+    """Set the end-of-text logit to BANNED_LOGIT in place and return `logits` (set, not added: a huge logit is banned too).
+
+    In place, as the seed's `logits[:, EOS] = -inf`, so no copy of a (N, T, V) tensor is made.
+    """
+    if eos is not None:
+        logits[..., eos] = BANNED_LOGIT
+    return logits
+
+
+@torch.inference_mode()
+def sample_replies(model, x: torch.Tensor, T: int, eos: int | None, generator: torch.Generator) -> torch.Tensor:
+    """Seed 000 section 6.11's `sample`: T tokens y_t ~ pi(. | s_t) at temperature 1, EOS banned.
+
+    `x` is (N, P) prompt ids; returns (N, T) reply ids. The prompt goes through the model
+    once, then each new token reuses the key-value cache; no forward follows the last token.
+    """
+    cache_kw = cache_keyword(model)
+    with autocast(x.device):
+        out = model(x, use_cache=True)
+        y = torch.empty(x.shape[0], T, dtype=torch.long, device=x.device)
+        for t in range(T):
+            probs = F.softmax(ban(out.logits[:, -1].float(), eos), -1)  # (N, V), EOS has probability 0
+            y[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
+            if t < T - 1:
+                out = model(y[:, t : t + 1], use_cache=True, **{cache_kw: output_cache(out)})
+    return y
+
+
+def reply_logits(model, seq: torch.Tensor, T: int, eos: int | None) -> torch.Tensor:
+    """(N, T, V) float32 logits that predicted each of the last T tokens of `seq`, EOS banned.
+
+    The token shift: the logits at position j predict token j + 1, so the reply's T tokens
+    are predicted by positions P-1 .. P+T-2.
+    """
+    with autocast(seq.device):
+        logits = model(seq).logits[:, -T - 1 : -1]  # (N, T, V)
+    return ban(logits.float(), eos)
+
+
+def token_logp(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log pi(y_t | s_t) = logit_{y_t} - log sum_v exp(logit_v), (N, T, V) and (N, T) -> (N, T)."""
+    return logits.gather(-1, tokens[..., None])[..., 0] - torch.logsumexp(logits, -1)
+
+
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """H_t = -sum_v pi(v | s_t) log pi(v | s_t), (N, T, V) -> (N, T), in nats."""
+    logp = F.log_softmax(logits, -1)
+    return -(logp.exp() * logp).sum(-1)  # banned EOS: 0 * (-1e9) = 0
+
+
+def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
+    """Seed 000 section 6.12's exact KL per reply, (N, T, V) twice -> (N,):
+
+        KL = sum_t sum_v pi_theta(v | s_t) (log pi_theta(v | s_t) - log pi_ref(v | s_t))
+    """
+    logp, ref_logp = F.log_softmax(logits, -1), F.log_softmax(ref_logits, -1)
+    return (logp.exp() * (logp - ref_logp)).sum((-1, -2))
+
+
+def shaped_rewards(logp, ref_logp, R, beta: float):
+    """Seed 000 section 6.12: r_t = -beta (logp_t - ref_logp_t) + 1[t = T-1] R, (N, T) and (N,) -> (N, T)."""
+    r = -beta * (logp - ref_logp)
+    r[:, -1] += R
+    return r
+
+
+def loo_advantages(r: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(G, A): reward-to-go G_t and A_t = G_t - b_t, b the leave-one-out mean of the other K-1 replies.
+
+    `r` is (N, T) with the K replies to each prompt in consecutive rows.
+    """
+    N, T = r.shape
+    G = returns_to_go(r)  # (N, T)
+    Gk = G.view(N // K, K, T)  # (prompts, K, T)
+    A = (Gk - loo_baseline(Gk, axis=1)).view(N, T)
+    return G, A
+
+
+def distinct_n(texts: list[str], n: int) -> float:
+    """Distinct-n: unique n-grams of words over all n-grams, pooled over `texts` (words: lower-cased, split on spaces)."""
+    grams = [tuple(w[i : i + n]) for w in (t.lower().split() for t in texts) for i in range(len(w) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+# ----------------------------------------------------------------------------- what a run yields
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One reply, token by token, with where it drifts from the reference."""
+
+    prompt: str
+    """The prompt text (its first prompt_tokens tokens)."""
+    tokens: tuple[str, ...]
+    """The T reply tokens, each decoded on its own."""
+    log_ratio: tuple[float, ...]
+    """log pi_theta(y_t | s_t) - log pi_ref(y_t | s_t) for each token, nats."""
+    reward: float
+    """R(x, y), log-odds."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The metrics of one training step (the batch it trained on)."""
+
+    step: int
+    """Steps done, 1 to steps."""
+    reward: float
+    """Mean R over the batch's replies, log-odds."""
+    p_positive: float
+    """Mean P(positive) over the batch's replies."""
+    kl: float
+    """k1 estimate of KL(pi_theta || pi_ref) per reply: mean over replies of sum_t log-ratio, nats."""
+    entropy: float
+    """Mean policy entropy per token at the sampled states, nats."""
+    grad_norm: float
+    """Gradient norm before clipping."""
+    loss: float
+    """The REINFORCE loss -(A * logp).mean()."""
+    step_time: float
+    """Wall-clock seconds of this step."""
+    samples: tuple[Sample, ...]
+    """The newest replies, one from each of the first keep_samples prompts."""
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Seed 000 section 6.11's held-out evaluation, with every reply kept for the worked example."""
+
+    step: int
+    """Training steps done before this evaluation."""
+    reward: float
+    """Mean R, log-odds."""
+    p_positive: float
+    """Mean P(positive)."""
+    kl_exact: float
+    """Exact KL(pi_theta || pi_ref) per reply, summed over the vocabulary and the T positions, nats."""
+    kl: float
+    """k1 estimate of the same KL from the sampled tokens, nats per reply."""
+    entropy: float
+    """Mean policy entropy per token, nats."""
+    ref_perplexity: float
+    """exp(-mean log pi_ref(y_t | s_t)) of the sampled reply tokens under the reference."""
+    distinct_1: float
+    """Unique words over all words of all replies."""
+    distinct_2: float
+    """Unique word pairs over all word pairs."""
+    beta: float
+    """The run's beta, for the worked example's r_t."""
+    prompts: tuple[str, ...]
+    """(N,) the prompt of each reply."""
+    replies: tuple[str, ...]
+    """(N,) each reply's text."""
+    tokens: tuple[tuple[str, ...], ...]
+    """(N, T) each reply's tokens."""
+    logp: np.ndarray
+    """(N, T) log pi_theta of each reply token."""
+    ref_logp: np.ndarray
+    """(N, T) log pi_ref of each reply token."""
+    R: np.ndarray
+    """(N,) reward of each reply."""
+
+
+@dataclass(frozen=True)
+class WorkedExample:
+    """Seed 000 section 6.12's token-by-token table for one reply."""
+
+    prompt: str
+    tokens: tuple[str, ...]
+    R: float
+    beta: float
+    logp: np.ndarray
+    """(T,) log pi_theta(y_t | s_t)."""
+    ref_logp: np.ndarray
+    """(T,) log pi_ref(y_t | s_t)."""
+    log_ratio: np.ndarray
+    """(T,) logp - ref_logp; its sum is the k1 KL estimate of this reply."""
+    r: np.ndarray
+    """(T,) shaped reward r_t; sums to R - beta * sum(log_ratio)."""
+    G: np.ndarray
+    """(T,) reward-to-go G_t; G_0 is the shaped reward of the whole reply."""
+
+
+def worked_example(result: EvalResult, i: int = 0) -> WorkedExample:
+    """The worked-example table of held-out reply `i` (seed 000 section 6.12)."""
+    logp, ref_logp = result.logp[i], result.ref_logp[i]
+    r = shaped_rewards(logp[None], ref_logp[None], result.R[i], result.beta)  # (1, T)
+    return WorkedExample(
+        prompt=result.prompts[i], tokens=result.tokens[i], R=float(result.R[i]), beta=result.beta,
+        logp=logp, ref_logp=ref_logp, log_ratio=logp - ref_logp, r=r[0], G=returns_to_go(r)[0],
+    )
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def prompt_ids(tokenizer, texts: list[str], P: int) -> tuple[torch.Tensor, list[str]]:
+    """The prompts cut to their first P tokens, (M, P), and their texts; shorter prompts are dropped."""
+    ids = [e[:P] for e in tokenizer(texts)["input_ids"] if len(e) >= P]
+    return torch.tensor(ids, dtype=torch.long).view(len(ids), P), tokenizer.batch_decode(ids)
+
+
+class LMRun:
+    """A live run: loads the models and the reward, then `steps()` trains and yields results.
+
+    `policy` and `tokenizer` may be given (a model already in memory, or a tiny test model);
+    the reference is a frozen copy of the policy as it starts.
+    """
+
+    def __init__(self, settings: LMSettings, policy=None, tokenizer=None, reward=None):
+        self.settings = s = settings
+        self.device = resolve_device(s.device)
+        if policy is None:
+            policy, tokenizer = load_causal_lm(s.model, self.device)
+        self.policy, self.tokenizer = policy.to(self.device).eval(), tokenizer
+        self.ref = copy.deepcopy(self.policy).requires_grad_(False)
+        self.reward = reward if reward is not None else load_reward(s.reward, self.device)
+        self.eos = tokenizer.eos_token_id
+        positions = getattr(policy.config, "n_positions", None) or getattr(policy.config, "max_position_embeddings", None)
+        require(positions is None or s.prompt_tokens + s.T <= positions,
+                f"prompt_tokens + T = {s.prompt_tokens + s.T} exceeds the model's {positions} positions.")
+        self.train_ids, self.train_texts = prompt_ids(tokenizer, bundled_prompts("train"), s.prompt_tokens)
+        eval_ids, eval_texts = prompt_ids(tokenizer, bundled_prompts("heldout"), s.prompt_tokens)
+        require(len(self.train_texts) >= s.prompts, f"only {len(self.train_texts)} training prompts have {s.prompt_tokens} tokens; ask for fewer prompts.")
+        require(len(eval_texts) >= s.eval_prompts, f"only {len(eval_texts)} held-out prompts have {s.prompt_tokens} tokens; ask for fewer eval_prompts.")
+        self.eval_ids, self.eval_texts = eval_ids[: s.eval_prompts], eval_texts[: s.eval_prompts]
+        self.opt = torch.optim.Adam(self.policy.parameters(), lr=s.learning_rate)
+        self.parameters = sum(p.numel() for p in self.policy.parameters())
+
+    def decode_tokens(self, y: torch.Tensor) -> list[tuple[str, ...]]:
+        """(N, T) ids -> each reply as a tuple of T token strings."""
+        pieces = self.tokenizer.batch_decode(y.reshape(-1, 1).tolist())
+        T = y.shape[1]
+        return [tuple(pieces[i : i + T]) for i in range(0, len(pieces), T)]
+
+    def step(self, step: int, rng: np.random.Generator, generator: torch.Generator) -> StepResult:
+        """One training step: seed 000 section 6.11's fifteen lines."""
+        s, K, dev = self.settings, self.settings.replies, self.device
+        started = time.perf_counter()
+        batch = rng.choice(len(self.train_texts), s.prompts, replace=False)
+        x = self.train_ids[batch].repeat_interleave(K, 0).to(dev)  # (N, P): each prompt K times
+        y = sample_replies(self.policy, x, s.T, self.eos, generator)  # (N, T), no gradient
+        seq = torch.cat([x, y], 1)  # (N, P+T), an ordinary tensor again
+        lg = reply_logits(self.policy, seq, s.T, self.eos)  # (N, T, V) WITH gradient
+        logp = token_logp(lg, seq[:, -s.T :])  # log pi_theta(y_t | s_t)
+        with torch.inference_mode():
+            ref_logp = token_logp(reply_logits(self.ref, seq, s.T, self.eos), seq[:, -s.T :])
+        prompts = [self.train_texts[i] for i in batch for _ in range(K)]
+        replies = self.tokenizer.batch_decode(y.tolist())
+        R, p_pos = self.reward.score(prompts, replies)  # (N,) log-odds, P(positive)
+        with torch.no_grad():
+            kl_tok = logp.detach() - ref_logp  # (N, T) per-token log-ratio
+            r = shaped_rewards(logp.detach(), ref_logp, torch.as_tensor(R, dtype=torch.float32, device=dev), s.beta)
+            _, A = loo_advantages(r, K)  # (N, T) advantage of every token
+            entropy = token_entropy(lg.detach()).mean()
+        loss = -(A * logp).mean()  # the REINFORCE loss of seed 000 section 6.5
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), s.clip)
+        self.opt.step()
+        kl_rows = kl_tok.cpu().numpy()
+        keep = [i * K for i in range(s.keep_samples)]
+        tokens = self.decode_tokens(y[keep]) if keep else []
+        samples = tuple(
+            Sample(prompts[i], toks, tuple(float(v) for v in kl_rows[i]), float(R[i])) for i, toks in zip(keep, tokens)
+        )
+        return StepResult(
+            step=step, reward=float(np.mean(R)), p_positive=float(np.mean(p_pos)), kl=float(kl_rows.sum(1).mean()),
+            entropy=float(entropy), grad_norm=float(grad_norm), loss=loss.item(), step_time=time.perf_counter() - started,
+            samples=samples,
+        )
+
+    @torch.inference_mode()
+    def evaluate(self, step: int) -> EvalResult:
+        """Seed 000 section 6.11's `[eval]`: eval_prompts held-out prompts x eval_replies replies.
+
+        The same sampling noise at every evaluation (a generator re-seeded from `seed`), so
+        two evaluations differ only by what the policy learned. Rows go through in chunks of
+        prompts x replies to bound the (rows, T, V) tensors' memory.
+        """
+        s = self.settings
+        generator = torch.Generator(self.device).manual_seed(s.seed + 1)
+        x_all = self.eval_ids.repeat_interleave(s.eval_replies, 0).to(self.device)  # (M K, P)
+        chunk = s.prompts * s.replies
+        y, logp, ref_logp, kl, ent = [], [], [], [], []
+        for x in x_all.split(chunk):
+            yc = sample_replies(self.policy, x, s.T, self.eos, generator)
+            seq = torch.cat([x, yc], 1)
+            lg, ref_lg = reply_logits(self.policy, seq, s.T, self.eos), reply_logits(self.ref, seq, s.T, self.eos)
+            y.append(yc)
+            logp.append(token_logp(lg, yc))
+            ref_logp.append(token_logp(ref_lg, yc))
+            kl.append(exact_kl(lg, ref_lg))
+            ent.append(token_entropy(lg))
+        y = torch.cat(y)
+        logp, ref_logp = torch.cat(logp).cpu().numpy(), torch.cat(ref_logp).cpu().numpy()
+        prompts = [t for t in self.eval_texts for _ in range(s.eval_replies)]
+        replies = self.tokenizer.batch_decode(y.tolist())
+        R, p_pos = self.reward.score(prompts, replies)
+        return EvalResult(
+            step=step, reward=float(np.mean(R)), p_positive=float(np.mean(p_pos)),
+            kl_exact=float(torch.cat(kl).mean()), kl=float((logp - ref_logp).sum(1).mean()),
+            entropy=float(torch.cat(ent).mean()), ref_perplexity=float(np.exp(-ref_logp.mean())),
+            distinct_1=distinct_n(replies, 1), distinct_2=distinct_n(replies, 2), beta=s.beta,
+            prompts=tuple(prompts), replies=tuple(replies), tokens=tuple(self.decode_tokens(y)),
+            logp=logp, ref_logp=ref_logp, R=np.asarray(R, dtype=float),
+        )
+
+    def steps(self):
+        """Yield EvalResult(0), then a StepResult per step and an EvalResult every eval_every steps and at the end."""
+        s = self.settings
+        rng = np.random.default_rng(s.seed)
+        generator = torch.Generator(self.device).manual_seed(s.seed)
+        yield self.evaluate(0)
+        for step in range(1, s.steps + 1):
+            yield self.step(step, rng, generator)
+            if step % s.eval_every == 0 or step == s.steps:
+                yield self.evaluate(step)
+
+
+def train_lm(settings: LMSettings, **models) -> tuple[list[StepResult], list[EvalResult]]:
+    """Run `LMRun(settings, **models).steps()` to the end: (step results, evaluations)."""
+    results = list(LMRun(settings, **models).steps())
+    return [r for r in results if isinstance(r, StepResult)], [r for r in results if isinstance(r, EvalResult)]

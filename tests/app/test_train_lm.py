@@ -1,0 +1,93 @@
+"""`feedback-lab train-lm`: a short run of the embedded model, its run files, the seed's printed lines."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.runs import list_runs, read_jsonl, read_run
+from app.train_lm import format_eval, format_worked_example, main
+from engines.lm_reinforce import EvalResult, WorkedExample
+
+ROOT = Path(__file__).resolve().parents[2]
+METRIC_KEYS = {"step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time"}
+EVAL_KEYS = {"step", "reward", "p_positive", "kl_exact", "entropy", "ref_perplexity", "distinct_1", "distinct_2"}
+
+
+def test_smoke_run_of_the_embedded_model(tmp_path, capsys):
+    """10 steps of the embedded model with the VADER reward, evaluated at 0, 5 and 10: files, keys, printed lines."""
+    folder = tmp_path / "smoke"
+    argv = ["--steps", "10", "--eval-every", "5", "--eval-prompts", "16", "--beta", "0.05", "--out", str(folder), "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "[eval start] 16 held-out prompts x 4: reward" in out and "[eval step 5]" in out and "[eval end]" in out
+    assert 'worked example (beta = 0.05): prompt "' in out and "= G_0" in out
+
+    run = read_run(folder)
+    assert run.finished and run.config["settings"]["steps"] == 10 and run.config["learning_rate"] > 0
+    assert [m["step"] for m in run.metrics] == list(range(1, 11))
+    assert all(METRIC_KEYS <= set(m) for m in run.metrics)
+    assert all(np.isfinite([m[k] for k in METRIC_KEYS]).all() for m in run.metrics)
+    assert [e["step"] for e in run.evals] == [0, 5, 10]
+    assert all(EVAL_KEYS <= set(e) for e in run.evals)
+    assert run.evals[0]["kl_exact"] == pytest.approx(0.0, abs=1e-4)  # the policy starts as the reference
+    assert 0 < run.evals[0]["distinct_1"] <= 1 and 0 < run.evals[0]["p_positive"] < 1
+    assert [s["step"] for s in run.samples] == list(range(1, 11))
+    sample = run.samples[0]["samples"][0]
+    assert len(sample["tokens"]) == len(sample["log_ratio"]) == 24
+    example = run.evals[-1]["worked_example"]
+    assert example["G"][0] == pytest.approx(example["R"] - 0.05 * sum(example["log_ratio"]), abs=1e-4)
+
+
+def test_printed_lines_follow_the_seed():
+    e = EvalResult(0, 0.15, 0.520, 0.0, 0.0, 4.12, 91.2, 0.483, 0.936, 0.0, (), (), (), np.zeros((0, 24)), np.zeros((0, 24)), np.zeros(0))
+    from engines.lm_reinforce import LMSettings
+
+    assert format_eval(e, LMSettings()) == (
+        "[eval start] 64 held-out prompts x 4: reward +0.15  P(positive) 0.520  KL 0.00 nats/reply  entropy 4.12  "
+        "ref-perplexity 91.2  distinct-1 0.483  distinct-2 0.936"
+    )
+    logp = np.array([-1.318, -2.378, -0.141])
+    ref = np.array([-1.256, -4.295, -0.385])
+    ex = WorkedExample("It's unbelievable but the fourth is better", (" than", " most", "'s"), 5.246, 0.05, logp, ref,
+                       np.array([-0.062, 1.917, 0.243]), np.array([0.003, -0.096, 5.233]), np.array([4.564, 4.561, 5.233]))
+    lines = format_worked_example(ex).splitlines()
+    assert lines[0] == 'worked example (beta = 0.05): prompt "It\'s unbelievable but the fourth is better", classifier log-odds R = +5.246'
+    assert lines[1] == "   0 ' than'        log pi  -1.318  log ref  -1.256  log-ratio  -0.062  r_t  +0.003  G_t  +4.564"
+    assert lines[2] == "   1 ' most'        log pi  -2.378  log ref  -4.295  log-ratio  +1.917  r_t  -0.096  G_t  +4.561"
+    assert lines[3] == "   2 \"'s\"           log pi  -0.141  log ref  -0.385  log-ratio  +0.243  r_t  +5.233  G_t  +5.233"
+
+
+def test_invalid_setting_is_refused_with_one_sentence(tmp_path, capsys):
+    assert main(["--replies", "1", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "replies must be at least 2" in err and not (tmp_path / "x").exists()
+
+
+def test_hub_model_offline_gives_one_clear_sentence(tmp_path):
+    """HF_HUB_OFFLINE=1 and an empty cache (HF_HOME in a temp folder): asking for gpt2 is refused in one sentence."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT))
+    code = f"import sys; from app.train_lm import main; sys.exit(main(['--model', 'gpt2', '--out', {str(tmp_path / 'run')!r}, '--quiet']))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        "feedback-lab train-lm: error: The model 'gpt2' is not on this machine and cannot be downloaded "
+        "without network; use 'embedded' or a local folder."
+    )
+
+
+def test_truncated_last_line_is_skipped(tmp_path):
+    folder = tmp_path / "runs" / "r1"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"settings": {"steps": 3}}))
+    lines = [json.dumps({"step": s, "reward": 0.1 * s}) for s in (1, 2)]
+    (folder / "metrics.jsonl").write_text("\n".join(lines) + '\n{"step": 3, "rew')  # killed in mid-write
+    assert [m["step"] for m in read_jsonl(folder / "metrics.jsonl")] == [1, 2]
+    run = read_run(folder)
+    assert not run.finished and run.evals == [] and run.samples == []
+    assert [r.id for r in list_runs(tmp_path / "runs")] == ["r1"]
+    assert list_runs(tmp_path / "missing") == []

@@ -1,0 +1,78 @@
+"""Seed 000 section 6.11's reward: log-odds of a positive review, from VADER (bundled) or a classifier."""
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engines.lm_rewards import REWARDS, VADER_CLIP, VaderReward, load_reward, register_reward, vader_log_odds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_vader_mapping_values():
+    R, p = vader_log_odds([0.0, 0.6, -0.6, 1.0, -1.0, 0.999])
+    np.testing.assert_allclose(p, [0.5, 0.8, 0.2, 0.999, 0.001, 0.999])
+    np.testing.assert_allclose(R, [0.0, math.log(4), -math.log(4), math.log(999), -math.log(999), math.log(999)])
+    assert math.log(999) == pytest.approx(6.907, abs=5e-4)  # the cap |R| <= logit(1 - 1e-3)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(-1, 1), st.floats(-1, 1))
+def test_vader_mapping_is_a_monotone_log_odds(a, b):
+    (Ra, Rb), (pa, pb) = vader_log_odds([a, b])
+    assert VADER_CLIP <= pa <= 1 - VADER_CLIP
+    assert 1 / (1 + math.exp(-Ra)) == pytest.approx(pa, rel=1e-9)  # P(positive) = sigma(R)
+    if a < b:
+        assert Ra <= Rb
+
+
+def test_vader_scores_prompt_plus_reply():
+    reward = load_reward("vader")
+    prompts = ["The film was", "The film was", "The film was"]
+    replies = [" wonderful and superb, a masterpiece.", " boring, dull and a terrible waste of time.", " about a farmer in Kansas."]
+    R, p = reward.score(prompts, replies)
+    assert R[0] > 2 and R[1] < -2 and R[2] == 0.0
+    compound = [reward.analyzer.polarity_scores(x + y)["compound"] for x, y in zip(prompts, replies)]
+    np.testing.assert_allclose((R, p), vader_log_odds(compound))
+
+
+def test_register_a_reward():
+    class Length:
+        name = "length"
+
+        def __init__(self, device="cpu"):
+            pass
+
+        def score(self, prompts, replies):
+            R = np.array([float(len(y)) for y in replies])
+            return R, 1 / (1 + np.exp(-R))
+
+    register_reward("length", Length)
+    try:
+        R, _ = load_reward("length").score(["a"], ["abc"])
+        assert R[0] == 3.0
+    finally:
+        del REWARDS["length"]
+    assert isinstance(load_reward("vader"), VaderReward)
+
+
+def test_classifier_offline_gives_one_clear_sentence(tmp_path):
+    """No network and an empty cache: the seed's classifier is refused in one sentence."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    code = (
+        "from engines.lm_rewards import load_reward\n"
+        "from engines.lm_models import ModelNotAvailable\n"
+        "try:\n    load_reward('lvwerra/distilbert-imdb')\nexcept ModelNotAvailable as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.stdout.strip() == (
+        "The reward classifier 'lvwerra/distilbert-imdb' is not on this machine and cannot be downloaded "
+        "without network; use the 'vader' reward."
+    )
