@@ -1,0 +1,372 @@
+"""What beta means: the best policy under reward minus beta KL, exactly (seed 000 section 6.12).
+
+Maximising E[r] - beta KL(pi || pi_ref) has the closed form
+pi*(y) = pi_ref(y) exp(r(y) / beta) / Z. On the 216 three-word replies of
+engines/kl_optimal.py the page draws pi_ref and pi* side by side, the reward-KL
+frontier that pi* traces as beta sweeps, the seed's two-reply exchange rate
+exp(gap / beta), and a reply the reference never writes, which pi* never writes either.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from functools import lru_cache
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, CustomJSTickFormatter, DataRange1d, FactorRange, HoverTool, Range1d, Span
+from bokeh.transform import dodge
+
+from engines.kl_optimal import (
+    REFERENCE,
+    WORDS,
+    OptimalPolicy,
+    ReplySpace,
+    ReplySpaceSettings,
+    boost_factor,
+    enumerate_replies,
+    optimal_logp,
+    optimal_policy,
+)
+from widgets.downloads import plot_with_downloads
+from widgets.equation_card import equation_card
+from widgets.metrics import MetricRow
+from widgets.sliders import slider
+from widgets.style import OKABE_ITO, plot
+from widgets.url_state import sync_url
+
+TITLE = "What β means: the KL penalty"
+SUMMARY = "The exact optimum of reward minus β·KL on 216 small replies: β is an exchange rate between reward and nats."
+
+BEST_WORD = "superb"
+"""The highest-valence word; the toggle gives it zero reference probability."""
+FRONTIER_BETAS = np.geomspace(1e-3, 1e2, 801)
+"""The dense beta sweep of the frontier, wider than the slider so both ends are reached."""
+SEED_BETAS = (0.2, 0.05)
+"""The seed's worked exchange rates: a log-odds gap of 1 at beta = 0.2 and at beta = 0.05."""
+TOP_N = 8
+"""Rows of the table of the most likely replies under pi*."""
+PAIR = ("better reply (reward + gap)", "worse reply")
+"""The two equally likely replies of the exchange-rate panel."""
+
+INTRO = (
+    "Training on the reward minus β times the KL from the reference can at best reach one "
+    "distribution, and it has a closed form: the reference, with every reply's probability "
+    "multiplied by exp(r/β) and renormalised. Here the replies are all 216 three-word sequences over "
+    "six words (superb, good, fine, plot, dull, awful), the reference draws each word independently "
+    "(superb is rare: 0.04), and the reward is the mean valence of the words, from +1 (superb) to −1 "
+    "(awful). Move β and the best policy moves along the reward-KL frontier."
+)
+EQUATION = (
+    r"\pi^*(y \mid x) = \frac{1}{Z(x)}\,\pi_{\text{ref}}(y \mid x)\,\exp\!\big(r(x, y)/\beta\big)"
+    r"\quad\text{maximises}\quad \mathbb{E}_{\pi}[r] - \beta\,\mathrm{KL}(\pi \,\Vert\, \pi_{\text{ref}})"
+)
+NOTICE = (
+    "β is the exchange rate between reward and nats of KL: at β = 0.05 one unit of reward is worth "
+    "moving 20 nats from the reference. A large β keeps π* on the reference; as β → 0 the factor "
+    "exp(r/β) swamps it and all the probability goes to the single highest-reward reply, "
+    "“superb superb superb”, the collapse of the seed's Run 1 (no penalty: reward at its maximum, "
+    "the entropy gone). Only replies the reference already writes can be boosted: give “superb” zero "
+    "reference probability and every reply containing it stays at exactly 0, for every β."
+)
+
+
+def reference_without(word: str) -> tuple[float, ...]:
+    """The word probabilities with `word` at 0 and the others renormalised to sum to 1."""
+    kept = [0.0 if w == word else p for w, p in zip(WORDS, REFERENCE)]
+    return tuple(p / sum(kept) for p in kept)
+
+
+@lru_cache(maxsize=2)
+def reply_space(zero_best: bool) -> tuple[ReplySpace, np.ndarray, OptimalPolicy]:
+    """The reply space (with or without "superb"), the replies sorted by reward, the frontier sweep.
+
+    Computed once per reply space and shared by every session (read only).
+    """
+    settings = ReplySpaceSettings(reference=reference_without(BEST_WORD)) if zero_best else ReplySpaceSettings()
+    space = enumerate_replies(settings)
+    order = np.argsort(space.r, kind="stable")  # the rewards do not depend on the toggle: bars keep their place
+    return space, order, optimal_policy(space, FRONTIER_BETAS)
+
+
+def contains_best(space: ReplySpace) -> np.ndarray:
+    """Which replies contain the word "superb", (Y,) booleans."""
+    return np.array([BEST_WORD in reply.split() for reply in space.replies])
+
+
+def probability_text(logp: float) -> str:
+    """The probability e^logp as shown: "0" only when it is exactly 0 (logp = -inf).
+
+    Small ones in scientific notation, and those below the float range (e^-1000) as a
+    power of ten, so that a tiny probability is never shown as 0.
+    """
+    logp = float(logp)
+    if logp == -math.inf:
+        return "0"
+    p = math.exp(logp)
+    if p == 0.0:
+        return f"~10<sup>{logp / math.log(10):.0f}</sup>"
+    return f"{p:.2e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def factor_html(exponent: float, factor: float) -> str:
+    """e^exponent written for a reader: 148, 4.9 × 10^8, or its power of ten beyond the float range."""
+    if not math.isfinite(factor):
+        return f"≈ 10<sup>{exponent / math.log(10):.0f}</sup>"
+    if factor < 1e4:
+        return f"= {factor:.3g}" if factor < 100 else f"= {factor:.0f}"
+    mantissa, power = f"{factor:.1e}".split("e")
+    return f"≈ {mantissa} × 10<sup>{int(power)}</sup>"
+
+
+def summary_text(beta: float, space: ReplySpace, policy: OptimalPolicy) -> str:
+    """The sentence under the controls: pi*'s most likely reply, its probability, the exchange rate."""
+    logp = policy.logp[0]
+    top = int(np.argmax(logp))
+    return (
+        f"At β = {beta:g} the best policy's most likely reply is <strong>“{space.replies[top]}”</strong> "
+        f"(reward {space.r[top]:+.3f}) with probability <strong>{probability_text(logp[top])}</strong>; the reference "
+        f"gives it {probability_text(space.ref_logp[top])}. Gaining one unit of reward is worth "
+        f"moving {1 / beta:.3g} nats from the reference."
+    )
+
+
+def two_replies_logp(gap: float, beta: float) -> np.ndarray:
+    """log pi* of two replies the reference finds equally likely, the first `gap` better: (2,)."""
+    return optimal_logp(np.log([0.5, 0.5]), np.array([gap, 0.0]), beta)
+
+
+def two_replies_html(gap: float, beta: float, logp: np.ndarray) -> str:
+    """Two equally likely replies, rewards gap apart: pi* prefers the better by exp(gap / beta)."""
+    factor = float(boost_factor(gap, beta))
+    rows = "".join(
+        f"<tr><td>β = {b}</td><td>e<sup>1/{b}</sup> = e<sup>{1 / b:.0f}</sup> "
+        f"{factor_html(1 / b, float(boost_factor(1.0, b)))}</td></tr>"
+        for b in SEED_BETAS
+    )
+    return (
+        '<div class="fl-two">'
+        "<p>Two replies the reference finds equally likely, the better one's reward (log-odds) higher by the gap: "
+        "π* prefers it by the factor exp(gap / β).</p>"
+        f'<p class="fl-two-now">gap {gap:.1f}, β = {beta:g}: e<sup>{gap:.1f}/{beta:g}</sup> = '
+        f"e<sup>{gap / beta:.4g}</sup> <strong>{factor_html(gap / beta, factor)}</strong>; "
+        f"π*(better) = {probability_text(logp[0])}, π*(worse) = {probability_text(logp[1])}.</p>"
+        f"<p>The seed's worked example (gap 1):</p><table>{rows}</table></div>"
+    )
+
+
+def zero_html(zero_best: bool, beta: float, space: ReplySpace, policy: OptimalPolicy, frontier: OptimalPolicy) -> str:
+    """What pi* gives the replies containing "superb", with or without the word in the reference."""
+    mask = contains_best(space)
+    best = space.replies.index(" ".join([BEST_WORD] * 3))
+    log_best = policy.logp[0, best]
+    log_mass = np.logaddexp.reduce(policy.logp[0, mask])  # log of pi*'s total on those replies
+    if not zero_best:
+        return (
+            f"<p>The reference writes “{BEST_WORD}” with probability {REFERENCE[0]} per word, so "
+            f"“{space.replies[best]}” has π_ref = {probability_text(space.ref_logp[best])} and, at "
+            f"β = {beta:g}, π* = <strong>{probability_text(log_best)}</strong>. The {mask.sum()} replies containing "
+            f"“{BEST_WORD}” hold {probability_text(log_mass)} of π*. Tick the box to make the word impossible under the "
+            "reference.</p>"
+        )
+    log_sweep = np.logaddexp.reduce(frontier.logp[:, mask], axis=-1).max()
+    reachable = np.where(np.isfinite(space.ref_logp), space.r, -np.inf)
+    top = int(np.argmax(reachable))
+    return (
+        f"<p>“{BEST_WORD}” has reference probability 0 (the other words renormalised), so the {mask.sum()} "
+        f"replies containing it have π_ref = 0. Under π* at β = {beta:g}: "
+        f"π*(“{space.replies[best]}”) = <strong class=\"fl-zero\">{probability_text(log_best)}</strong> and all "
+        f"{mask.sum()} together hold <strong>{probability_text(log_mass)}</strong>; the most they hold at any of the "
+        f"{len(frontier.beta)} β of the frontier sweep is {probability_text(log_sweep)}. log π* = log π_ref + r/β − log Z "
+        f"= −∞ for every finite β. The best π* can now reach is “{space.replies[top]}” (reward {space.r[top]:+.2f}).</p>"
+    )
+
+
+def top_table_html(space: ReplySpace, policy: OptimalPolicy) -> str:
+    """The TOP_N most likely replies under pi*, with their reward, pi_ref, pi* and boost pi*/pi_ref."""
+    logp = policy.logp[0]
+    rows = []
+    for y in np.argsort(-logp, kind="stable")[:TOP_N]:
+        ratio = float(np.exp(logp[y] - space.ref_logp[y]))
+        rows.append(
+            f"<tr><td>{html.escape(space.replies[y])}</td><td>{space.r[y]:+.3f}</td>"
+            f"<td>{probability_text(space.ref_logp[y])}</td><td>{probability_text(logp[y])}</td>"
+            f"<td>{ratio:.3g}</td></tr>"
+        )
+    head = "<tr><th>reply</th><th>reward r</th><th>π_ref</th><th>π*</th><th>π* / π_ref</th></tr>"
+    return f'<table class="fl-top">{head}{"".join(rows)}</table>'
+
+
+CSS = """
+.fl-top, .fl-two table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+.fl-top th, .fl-top td, .fl-two td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.3); }
+.fl-top td:first-child, .fl-top th:first-child, .fl-two td:first-child { text-align: left; }
+.fl-two-now { font-size: 1.1em; }
+"""
+
+def beta_of(log_beta: float) -> float:
+    """beta = 10^log_beta to two significant figures.
+
+    The slider's steps of 0.05 in log10 beta are about 12% apart; rounding them keeps them
+    distinct and makes the ones near the seed's values exactly 0.2, 0.05, 0.01 and 1.
+    """
+    return float(f"{10.0**log_beta:.2g}")
+
+
+class KLPage(pn.viewable.Viewer):
+    """log10 beta, the "superb" toggle and the two-reply gap; pi_ref and pi*, the frontier, the numbers."""
+
+    log_beta = param.Number(default=-0.7, bounds=(-2.5, 1.0), step=0.05, label="KL coefficient β (log scale)")
+    zero_best = param.Boolean(default=False, label="Give “superb” zero reference probability")
+    gap = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Log-odds gap between the two replies")
+
+    def __init__(self, query: dict[str, str] | None = None, **params):
+        super().__init__(**params)
+        self.rewards = ColumnDataSource(name="rewards")
+        self.dist = ColumnDataSource(name="distributions")
+        self.frontier = ColumnDataSource(name="frontier")
+        self.current = ColumnDataSource(name="current_beta")
+        self.pair = ColumnDataSource(name="two_replies")
+        self.reward_figure, self.ref_figure, self.pi_figure, self.frontier_figure, self.pair_figure = self._figures()
+        self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
+        self.metrics = MetricRow(
+            {
+                "beta": ("β (reward per nat)", "{value:g}"),
+                "reward": ("E[r] under π*", "{value:.3f}"),
+                "kl": ("KL(π* ‖ π_ref), nats", "{value:.3f}"),
+                "entropy": ("entropy of π*, nats", "{value:.3f}"),
+                "objective": ("E[r] − β·KL", "{value:.3f}"),
+                "top": ("probability of the most likely reply", "{value:.3f}"),
+            }
+        )
+        self.top_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.two = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.zero = pn.pane.HTML(sizing_mode="stretch_width")
+        self._update_space()  # the link's values, applied next, update what depends on them
+        self.param.watch(self._changed, ["log_beta", "zero_best", "gap"])
+        self.notice = sync_url(self, ["log_beta", "zero_best", "gap"], query)
+        self._update_beta()
+        self._update_two()
+
+    @property
+    def beta(self) -> float:
+        return beta_of(self.log_beta)
+
+    def _figures(self):
+        space, order, _ = reply_space(False)
+        ranks = Range1d(-1, len(order))
+        self.rewards.data = {"rank": np.arange(len(order)), "r": space.r[order]}
+        rewards = plot("", "reward r(y)", x_range=ranks, y_range=(-1.1, 1.1), height=130)
+        rewards.step("rank", "r", source=self.rewards, mode="center", color=OKABE_ITO["green"], line_width=2)
+        rewards.xaxis.visible = False
+        hover = [("reply", "@reply"), ("reward", "@r{0.000}"), ("π_ref", "@ref{0.00000}"), ("π*", "@pi{0.00000}")]
+        axis = "the 216 replies, sorted by reward (low to high)"
+        ref = plot("", "π_ref(y)", x_range=ranks, y_range=DataRange1d(start=0), height=180)
+        ref.vbar("rank", top="ref", width=0.8, source=self.dist, color=OKABE_ITO["blue"])
+        ref.xaxis.visible = False
+        pi = plot(axis, "π*(y) at this β", x_range=ranks, y_range=DataRange1d(start=0), height=220)
+        pi.vbar("rank", top="pi", width=0.8, source=self.dist, color=OKABE_ITO["vermillion"])
+        for fig in (ref, pi):
+            fig.add_tools(HoverTool(tooltips=hover))
+        frontier = plot("KL(π* ‖ π_ref) (nats)", "E[r] under π* (reward units)", x_range=(-0.2, 10.2), y_range=(-0.12, 1.08), height=420)
+        self.best_rule = Span(location=1.0, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3])
+        frontier.add_layout(self.best_rule)
+        frontier.line("kl", "reward", source=self.frontier, color=OKABE_ITO["blue"], line_width=2, legend_label="frontier: π* as β sweeps")
+        frontier.scatter("kl", "reward", source=self.current, color=OKABE_ITO["vermillion"], size=12, legend_label="π* at the current β")
+        frontier.legend.location = "bottom_right"
+        frontier.add_tools(HoverTool(tooltips=[("β", "@beta{0.0000}"), ("KL", "@kl{0.000} nats"), ("E[r]", "@reward{0.000}")]))
+        pair = plot("", "probability", x_range=FactorRange(*PAIR), y_range=(0, 1.05), height=220)
+        pair.vbar(dodge("reply", -0.17, range=pair.x_range), top="ref", width=0.3, source=self.pair, color=OKABE_ITO["blue"], legend_label="π_ref")
+        pair.vbar(dodge("reply", 0.17, range=pair.x_range), top="pi", width=0.3, source=self.pair, color=OKABE_ITO["vermillion"], legend_label="π* at this β")
+        pair.legend.location = "top_right"
+        pair.legend.orientation = "horizontal"
+        return rewards, ref, pi, frontier, pair
+
+    def _changed(self, *events):
+        # One batch per slider step; the plots' data first, the text after it.
+        names = {e.name for e in events}
+        with pn.io.hold():
+            if "zero_best" in names:
+                self._update_space()
+            if names & {"log_beta", "zero_best"}:
+                self._update_beta()
+            if names & {"log_beta", "gap"}:
+                self._update_two()
+
+    def _update_space(self):
+        self.space, self.order, self.sweep = reply_space(self.zero_best)
+        self.frontier.data = {"beta": self.sweep.beta, "kl": self.sweep.kl, "reward": self.sweep.reward}
+        self.best_rule.location = float(self.space.r[np.isfinite(self.space.ref_logp)].max())
+
+    def _update_beta(self):
+        beta, space, order = self.beta, self.space, self.order
+        self.policy = policy = optimal_policy(space, beta)
+        pi = np.exp(policy.logp[0])
+        self.dist.data = {
+            "rank": np.arange(len(order)),
+            "reply": [space.replies[y] for y in order],
+            "r": space.r[order],
+            "ref": np.exp(space.ref_logp[order]),
+            "pi": pi[order],
+        }
+        self.current.data = {"beta": [beta], "kl": [float(policy.kl[0])], "reward": [float(policy.reward[0])]}
+        self.metrics.update(
+            beta=beta, reward=policy.reward[0], kl=policy.kl[0], entropy=policy.entropy[0], objective=policy.objective[0], top=pi.max()
+        )
+        self.summary.object = f'<p class="fl-summary">{summary_text(beta, space, policy)}</p>'
+        self.top_table.object = top_table_html(space, policy)
+        self.zero.object = zero_html(self.zero_best, beta, space, policy, self.sweep)
+
+    def _update_two(self):
+        logp = two_replies_logp(self.gap, self.beta)
+        self.pair.data = {"reply": list(PAIR), "ref": [0.5, 0.5], "pi": np.exp(logp)}
+        self.two.object = two_replies_html(self.gap, self.beta, logp)
+
+    def __panel__(self):
+        # The slider moves log10 beta; its title shows beta itself, rounded as `beta_of` does
+        # (a formatter of this session's own: a Bokeh model belongs to one document).
+        beta_format = CustomJSTickFormatter(code="return Number((10 ** tick).toPrecision(2)).toString();")
+        beta_slider = slider(self.param.log_beta, width=420, format=beta_format)
+        distributions = plot_with_downloads(
+            column(self.reward_figure, self.ref_figure, self.pi_figure, sizing_mode="stretch_width"),
+            {"distributions": self.dist},
+            "The reference and the best policy, reply by reply",
+        )
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE),
+            pn.Row(beta_slider, pn.widgets.Checkbox.from_param(self.param.zero_best, align="center")),
+            self.summary,
+            self.metrics,
+            pn.Row(
+                distributions,
+                plot_with_downloads(self.frontier_figure, {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
+                sizing_mode="stretch_width",
+            ),
+            pn.Row(
+                pn.Column(
+                    pn.pane.Markdown("#### The most likely replies under π*", margin=(0, 10)),
+                    self.top_table,
+                    pn.pane.Markdown("#### A reply the reference never writes", margin=(0, 10)),
+                    self.zero,
+                    sizing_mode="stretch_width",
+                ),
+                pn.Column(
+                    pn.pane.Markdown("#### Two equally likely replies: the exchange rate e^(gap/β)", margin=(0, 10)),
+                    slider(self.param.gap, width=320),
+                    self.two,
+                    plot_with_downloads(self.pair_figure, {"two_replies": self.pair}),
+                    sizing_mode="stretch_width",
+                ),
+                sizing_mode="stretch_width",
+            ),
+            sizing_mode="stretch_width",
+        )
+
+
+def page(query: dict[str, str] | None = None) -> KLPage:
+    """A fresh page for one browser session (its controls read from the link's query)."""
+    return KLPage(query=query)

@@ -1,0 +1,545 @@
+"""The toy target task: seed 001 sections 2 to 5, Exercise 2 and Figure 2.
+
+A bigram policy writes T = 6 symbols from a vocabulary of V = 8 and earns the fraction
+of positions that match a hidden target y*. At the uniform start theta = 0 the exact
+gradient is known by enumeration, so the page sets many one-batch REINFORCE estimates
+beside it: their mean (no baseline, leave-one-out, batch mean, token-level rewards),
+their total variance against the exact one, the spread of one coordinate (Figure 2),
+and training runs to J >= 0.9 with and without a baseline.
+
+The Monte Carlo batches and the training runs are drawn on worker threads and stream in;
+a newer setting cancels the work under way. The exact gradient and exact variances are
+cached per target and batch size, so moving the coordinate or the estimator only re-reads
+estimates already drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.core.properties import value
+from bokeh.models import ColumnDataSource, Span
+
+from engines.toy_target import (
+    ESTIMATORS,
+    ToyTargetSettings,
+    TrainingSnapshot,
+    batch_estimates,
+    draw_target,
+    estimator_weights,
+    exact_gradient,
+    exact_variances,
+    sample,
+    train,
+)
+from widgets.downloads import csv_download, plot_with_downloads
+from widgets.equation_card import equation_card
+from widgets.metrics import MetricRow
+from widgets.run_controls import RunControls
+from widgets.sliders import slider
+from widgets.streaming import StreamingRun
+from widgets.style import OKABE_ITO, plot
+from widgets.url_state import sync_url
+
+TITLE = "The toy target task"
+SUMMARY = "REINFORCE on a task small enough to enumerate: estimates against the exact gradient, and what a baseline buys."
+
+T, V = 6, 8
+"""The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
+THETA = np.zeros((T, V, V))
+"""The uniform starting policy, where Exercise 2 and Figure 2 measure."""
+CHUNK = 50
+"""Batches drawn per step of the Monte Carlo run; chunk k uses the generator default_rng([seed, k]),
+so more batches extend the same draws instead of replacing them."""
+SEED_SD = {"none": 0.023, "loo": 0.014}
+"""Figure 2's standard deviations (N = 16, 500 batches, the target's first symbol at step 1)."""
+COLOURS = dict(zip(ESTIMATORS, (OKABE_ITO["grey"], OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["orange"], OKABE_ITO["purple"])))
+"""One colour per estimator, the same on every panel."""
+ACTIVE = np.ones((T, V, V), dtype=bool)
+ACTIVE[0, 1:] = False  # step 1 reads only the start context c = 0; the other rows never move
+"""The coordinates of theta that can have a gradient (328 of 384)."""
+TABLE_CSS = """
+.fl-table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.3em 0.6em; }
+.fl-table th, .fl-table td { padding: 0.25em 0.9em; text-align: right; border-bottom: 1px solid rgba(128, 128, 128, 0.35); }
+.fl-table th:first-child, .fl-table td:first-child { text-align: left; }
+"""
+
+INTRO = (
+    "The first half of Lab 9 trains a policy whose optimum you know. It writes T = 6 symbols from a "
+    "vocabulary of 8, each from a softmax over logits θ[t, y_{t−1}] (a bigram policy), and earns the "
+    "fraction of positions that match a hidden target y*. The uniform start earns J = 1/8, the optimum 1. "
+    "With 8⁶ responses the exact gradient of J is a sum the page can do, so every estimate below is set "
+    "beside the truth. REINFORCE (equation 5) averages N sampled responses; the leave-one-out baseline "
+    "(equation 9) subtracts the mean reward of the other samples; token-level rewards r_t = 1[y_t = y*_t]/T "
+    "weight each symbol by its reward-to-go G_t only (equation 10)."
+)
+EQUATION = (
+    r"\hat g = \frac{1}{N}\sum_{i=1}^{N} R_i\,\nabla_\theta \log \pi_\theta(y^{(i)}), \quad "
+    r"b^{(i)} = \frac{1}{N-1}\sum_{j\neq i} R_j, \quad "
+    r"\nabla_\theta J = \mathbb{E}\Big[\sum_{t=1}^{T} (G_t - b_t)\,\nabla_\theta \log \pi_\theta(y_t \mid s_t)\Big]"
+)
+NOTICE = (
+    "Every estimator's mean lies on the exact gradient (the batch mean's is shrunk by 1 − 1/N); what the "
+    "baseline and the reward-to-go change is the spread, and the training runs with less spread reach "
+    "J ≥ 0.9 sooner and more often."
+)
+PREDICT = "Before the table fills in: rank no baseline, leave-one-out and token-level rewards by total variance."
+
+
+def check_yourself_text() -> str:
+    """Section 2's check-yourself at the uniform policy: log pi(y) = T log(1/V), an exact match 1/V^T."""
+    return (
+        f"**Check yourself.** At the uniform start every response has log π(y) = {T} log(1/{V}) = "
+        f"**{T * math.log(1 / V):.2f}**, and the policy writes the target exactly with probability "
+        f"(1/{V})^{T} = **1/{V**T:,}**, about {V**-T:.1e}. An all-or-nothing reward would leave almost every "
+        f"batch of 64 at zero; the fraction of matching positions differs from sample to sample from the first step."
+    )
+
+
+@lru_cache(maxsize=64)
+def exact_at_start(target_seed: int) -> tuple[float, np.ndarray]:
+    """J and the exact gradient at the uniform policy for one target (equations 3 and 4)."""
+    return exact_gradient(THETA, draw_target(T, V, target_seed))
+
+
+@lru_cache(maxsize=256)
+def exact_variances_at_start(samples: int, target_seed: int) -> dict:
+    """Exact variance of every coordinate of one estimate, per estimator, at the uniform policy."""
+    return exact_variances(THETA, draw_target(T, V, target_seed), samples)
+
+
+def coordinate(t: int, prev: int, symbol: int) -> tuple[int, int, int]:
+    """The index (t, c, k) into theta of step t (counted from 1), previous symbol and symbol.
+
+    Step 1 has no previous symbol: it reads the start context c = 0 whatever `prev` says.
+    """
+    return (t - 1, 0 if t == 1 else prev, symbol)
+
+
+def sd_and_se(x: np.ndarray) -> tuple[float, float]:
+    """Sample standard deviation s of `x` and its standard error, SE(s) = SE(s^2) / (2 s)."""
+    squares = (x - x.mean()) ** 2
+    s = math.sqrt(squares.sum() / (len(x) - 1))
+    return s, (float(squares.std(ddof=1)) / math.sqrt(len(x)) / (2 * s) if s > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class Batches:
+    """The one-batch estimates drawn so far at the uniform policy, with the exact answers."""
+
+    estimates: dict
+    """estimator -> (drawn, T, V, V) one-batch estimates g_hat, the same samples for every estimator."""
+    total: int
+    """Batches the run will draw in all."""
+    samples: int
+    """Responses N per batch."""
+    seed: int
+    """Seed of the draws."""
+    J: float
+    """Exact expected reward at the uniform policy (1/V)."""
+    exact: np.ndarray
+    """Exact gradient, (T, V, V)."""
+    exact_variances: dict = field(repr=False)
+    """estimator -> (T, V, V) exact variance of one estimate."""
+
+    @property
+    def drawn(self) -> int:
+        return len(self.estimates["none"])
+
+    @cached_property
+    def means(self) -> dict:
+        """estimator -> (T, V, V) mean of the estimates drawn."""
+        return {name: g.mean(0) for name, g in self.estimates.items()}
+
+    @cached_property
+    def variance_rows(self) -> list[dict]:
+        """Exercise 2's table: the total variance sum_j Var(g_hat_j) per estimator, measured and exact.
+
+        Measured: the mean over batches of sum_j (g_hat_j - mean_j)^2 B/(B - 1), whose mean is the
+        sum of the coordinates' unbiased sample variances; its standard error is that of a mean.
+        """
+        B, rows = self.drawn, []
+        for name, g in self.estimates.items():
+            per_batch = ((g - self.means[name]) ** 2).reshape(B, -1).sum(-1) * (B / (B - 1))  # (B,)
+            rows.append({
+                "estimator": name,
+                "label": ESTIMATORS[name],
+                "measured": float(per_batch.mean()),
+                "se": float(per_batch.std(ddof=1) / math.sqrt(B)),
+                "exact": float(self.exact_variances[name].sum()),
+            })
+        return rows
+
+
+def draw_batches(samples: int, batches: int, target_seed: int, seed: int, chunk: int = CHUNK):
+    """Exercise 2 in chunks: yields `Batches` after every `chunk` batches of N = `samples` responses.
+
+    Each chunk samples from the uniform policy and forms every estimator's g_hat on the same
+    responses (engines.toy_target: sample, estimator_weights, batch_estimates), exactly as
+    `variance_experiment` does on one generator, so a run can be stopped between chunks.
+    """
+    target = draw_target(T, V, target_seed)
+    J, exact = exact_at_start(target_seed)
+    yield None  # a stale run stops here, before the exact variances of a batch size nobody wants now
+    variances = exact_variances_at_start(samples, target_seed)
+    filled = {name: np.empty((batches, T, V, V)) for name in ESTIMATORS}
+    for k, start in enumerate(range(0, batches, chunk)):
+        size = min(chunk, batches - start)
+        actions = sample(np.broadcast_to(THETA, (size, T, V, V)), samples, np.random.default_rng([seed, k]))  # (size, N, T)
+        for name in ESTIMATORS:
+            filled[name][start : start + size] = batch_estimates(THETA, actions, estimator_weights(actions, target, name))
+        # Views of the rows already written: later chunks write past them, never into them.
+        yield Batches({name: a[: start + size] for name, a in filled.items()}, batches, samples, seed, J, exact, variances)
+
+
+def histogram(x: np.ndarray, edges: np.ndarray) -> dict:
+    counts, _ = np.histogram(x, edges)
+    return {"left": edges[:-1], "right": edges[1:], "count": counts}
+
+
+def steps_text(steps: np.ndarray) -> str:
+    """Steps to the threshold per seed, "–" where a run has not reached it."""
+    return " ".join("–" if s < 0 else str(int(s)) for s in steps)
+
+
+class ToyTargetPage(pn.viewable.Viewer):
+    """Batch size, batches, estimator, coordinate, seeds; estimates, variance table, Figure 2, training."""
+
+    samples = param.Integer(default=16, bounds=(2, 64), label="Batch size N (responses per estimate)")
+    batches = param.Integer(default=500, bounds=(50, 2000), step=50, label="Number of batches (one estimate each)")
+    estimator = param.Selector(
+        default="loo",
+        objects={label: key for key, label in ESTIMATORS.items() if key != "none"},
+        label="Estimator compared with no baseline",
+    )
+    t = param.Integer(default=1, bounds=(1, T), label="Position t (step)")
+    prev = param.Integer(default=0, bounds=(0, V - 1), label="Previous symbol y_{t−1}")
+    symbol = param.Integer(default=6, bounds=(0, V - 1), label="Symbol k (its logit)")
+    target_seed = param.Integer(default=0, bounds=(0, 999_999), label="Target seed")
+    seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed")
+    lr = param.Number(default=10.0, bounds=(0.5, 30.0), step=0.5, label="Learning rate η")
+    seeds = param.Integer(default=8, bounds=(1, 16), label="Training seeds")
+    steps = param.Integer(default=400, bounds=(50, 1000), step=50, label="Training steps")
+
+    EXPERIMENT = ("samples", "batches", "target_seed", "seed")
+    TRAINING = ("samples", "target_seed", "seed", "estimator", "lr", "seeds", "steps")
+    VIEW = ("estimator", "t", "prev", "symbol")
+
+    def __init__(self, query: dict[str, str] | None = None, **params):
+        super().__init__(**params)
+        self.batches_drawn: Batches | None = None
+        self.training: TrainingSnapshot | None = None
+        self.means = ColumnDataSource({"t": [], "c": [], "k": [], "exact": [], **{n: [] for n in ESTIMATORS}}, name="mean_estimates")
+        self.hist_none = ColumnDataSource({"left": [], "right": [], "count": []}, name="hist_none")
+        self.hist_other = ColumnDataSource({"left": [], "right": [], "count": []}, name="hist_compared")
+        self.variance_source = ColumnDataSource(name="variance_table")
+        self.curves = ColumnDataSource({"xs": [], "ys": [], "colour": [], "label": []}, name="training_curves")
+        self.reached = ColumnDataSource({"step": [], "J": [], "colour": []}, name="steps_to_threshold")
+        self.training_table = ColumnDataSource(name="training")
+        self.scatter_figure = self._scatter_figure()
+        self.hist_figure = self._hist_figure()
+        self.training_figure = self._training_figure()
+        self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
+        self.metrics = MetricRow(
+            {
+                "exact": ("exact gradient at the coordinate", "{value:.4f}"),
+                "sd_none": ("sd, no baseline", "{value:.3f}"),
+                "sd_none_exact": ("exact sd, no baseline", "{value:.3f}"),
+                "sd_other": ("sd, compared estimator", "{value:.3f}"),
+                "sd_other_exact": ("exact sd, compared estimator", "{value:.3f}"),
+            }
+        )
+        self.seed_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self.variance_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
+        self.training_summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
+        self.experiment_controls = RunControls(self.start_experiment, self.stop_experiment, seed=self.param.seed)
+        self.training_controls = RunControls(self.start_training, self.stop_training)
+        self.experiment_run = StreamingRun(self._apply_batches, lambda done: self._done(self.experiment_controls, done))
+        self.training_run = StreamingRun(self._apply_training, lambda done: self._done(self.training_controls, done))
+        self._started = False
+        names = [n for n in self.param if n != "name"]
+        self.param.watch(self._changed, names)
+        self.notice = sync_url(self, names, query)
+        # Start the worker threads once the browser has the page, so they do not slow its first drawing.
+        pn.state.onload(self._start)
+
+    def _start(self) -> None:
+        self._started = True
+        self.start_experiment()
+        self.start_training()
+
+    # --- figures -------------------------------------------------------------------------
+
+    def _scatter_figure(self):
+        fig = plot("exact gradient ∂J/∂θ (reward per unit logit)", "mean of the one-batch estimates", height=320)
+        self.identity = ColumnDataSource({"x": [-0.01, 0.025], "y": [-0.01, 0.025]}, name="identity")
+        fig.line("x", "y", source=self.identity, color=OKABE_ITO["grey"], line_dash=[4, 3], legend_label="mean = exact")
+        self.scatter_renderers = {}
+        for name, label in ESTIMATORS.items():
+            renderer = fig.scatter("exact", name, source=self.means, color=COLOURS[name], size=6, alpha=0.7, legend_label=label)
+            renderer.visible = name in ("none", "loo", "token")
+            self.scatter_renderers[name] = renderer
+        self.focus = ColumnDataSource({"exact": [], "mean": []}, name="coordinate")
+        fig.scatter("exact", "mean", source=self.focus, marker="circle", size=14, fill_alpha=0, line_color=OKABE_ITO["vermillion"],
+                    line_width=2, legend_label="the chosen coordinate")
+        fig.legend.location = "top_left"
+        fig.legend.click_policy = "hide"
+        return fig
+
+    def _hist_figure(self):
+        fig = plot("one-batch estimate of ∂J/∂θ at the coordinate", "batches", height=320)
+        fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_none, color=COLOURS["none"], fill_alpha=0.55,
+                 line_color=None, legend_label=ESTIMATORS["none"])
+        self.other_quads = fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_other, color=COLOURS["loo"],
+                                    fill_alpha=0.55, line_color=None, legend_label="compared estimator")
+        self.exact_rule = Span(location=0, dimension="height", line_color=OKABE_ITO["vermillion"], line_width=2)
+        fig.add_layout(self.exact_rule)
+        fig.legend.location = "top_right"
+        return fig
+
+    def _training_figure(self):
+        fig = plot("training step", "exact expected reward J", y_range=(0, 1.02), height=320)
+        fig.add_layout(Span(location=0.9, dimension="width", line_color=OKABE_ITO["vermillion"], line_dash=[4, 3], line_width=1.5))
+        fig.multi_line("xs", "ys", source=self.curves, line_color="colour", line_width=1.5, line_alpha=0.8, legend_field="label")
+        fig.scatter("step", "J", source=self.reached, color="colour", size=8, marker="diamond")
+        fig.legend.location = "bottom_right"
+        return fig
+
+    # --- events --------------------------------------------------------------------------
+
+    def _changed(self, *events):
+        names = {e.name for e in events}
+        if "target_seed" in names and "symbol" not in names:
+            # Keep inspecting the target's own symbol at this step (Figure 2's choice) on a new target.
+            self.symbol = int(draw_target(T, V, self.target_seed)[self.t - 1])
+        if not self._started:
+            return
+        with pn.io.hold():
+            if names & set(self.EXPERIMENT):
+                self.start_experiment()
+            elif names & set(self.VIEW):
+                self._show_coordinate()
+            if names & set(self.TRAINING):
+                self.start_training()
+
+    def start_experiment(self) -> None:
+        """Draw the batches afresh; a run under way is cancelled."""
+        self.experiment_controls.param.update(running=True, progress=0.0)
+        s = (self.samples, self.batches, self.target_seed, self.seed)
+        self.experiment_run.start(lambda: draw_batches(*s))
+
+    def stop_experiment(self) -> None:
+        self.experiment_run.stop()
+        self.experiment_controls.running = False
+
+    def start_training(self) -> None:
+        """Train every seed with and without the baseline afresh; a run under way is cancelled."""
+        self.training_controls.param.update(running=True, progress=0.0)
+        settings = ToyTargetSettings(T=T, V=V, target_seed=self.target_seed, samples=self.samples, seeds=self.seeds,
+                                     steps=self.steps, lr=self.lr, seed=self.seed)
+        estimators = ("none", self.estimator)
+        self.training_run.start(lambda: train(settings, estimators, every=5))
+
+    def stop_training(self) -> None:
+        self.training_run.stop()
+        self.training_controls.running = False
+
+    def close(self) -> None:
+        self.experiment_run.stop()
+        self.training_run.stop()
+
+    def _done(self, controls: RunControls, finished: bool) -> None:
+        controls.running = False
+        if finished:
+            controls.progress = 1.0
+
+    # --- the Monte Carlo panels ----------------------------------------------------------
+
+    def _apply_batches(self, batches: Batches | None) -> None:
+        if batches is None:
+            return
+        self.batches_drawn = batches
+        self.experiment_controls.progress = batches.drawn / batches.total
+        with pn.io.hold():
+            t, c, k = np.nonzero(ACTIVE)
+            self.means.data = {"t": t + 1, "c": c, "k": k, "exact": batches.exact[ACTIVE],
+                               **{name: m[ACTIVE] for name, m in batches.means.items()}}
+            low, high = float(batches.exact[ACTIVE].min()), float(batches.exact[ACTIVE].max())
+            pad = 0.15 * (high - low)
+            self.identity.data = {"x": [low - pad, high + pad], "y": [low - pad, high + pad]}
+            rows = batches.variance_rows
+            self.variance_source.data = {key: [r[key] for r in rows] for key in ("estimator", "label", "measured", "se", "exact")}
+            self.variance_table.object = variance_table_html(rows, batches)
+            self._show_coordinate()
+
+    def _show_coordinate(self) -> None:
+        """Figure 2 for the chosen coordinate and estimator, from the batches already drawn."""
+        coord = coordinate(self.t, self.prev, self.symbol)
+        label = ESTIMATORS[self.estimator]
+        self.other_quads.glyph.fill_color = COLOURS[self.estimator]
+        self.hist_figure.legend.items[1].label = value(label)
+        b = self.batches_drawn
+        if b is None:
+            return
+        exact_value = float(b.exact[coord])
+        x_none = b.estimates["none"][(slice(None), *coord)]
+        x_other = b.estimates[self.estimator][(slice(None), *coord)]
+        both = np.concatenate([x_none, x_other])
+        low, high = float(both.min()), float(both.max())
+        edges = np.linspace(low, high, 41) if high > low else np.array([low - 0.5e-3, low + 0.5e-3])
+        self.exact_rule.location = exact_value
+        self.hist_none.data = histogram(x_none, edges)
+        self.hist_other.data = histogram(x_other, edges)
+        self.focus.data = {"exact": [exact_value], "mean": [float(b.means[self.estimator][coord])]}
+        sd_none, se_none = sd_and_se(x_none)
+        sd_other, se_other = sd_and_se(x_other)
+        exact_none = math.sqrt(float(b.exact_variances["none"][coord]))
+        exact_other = math.sqrt(float(b.exact_variances[self.estimator][coord]))
+        self.metrics.update(exact=exact_value, sd_none=sd_none, sd_none_exact=exact_none, sd_other=sd_other, sd_other_exact=exact_other)
+        self.summary.object = f'<p class="fl-summary">{summary_text(coord, b, self.estimator, x_none, x_other)}</p>'
+        self.seed_note.object = (
+            f"Figure 2 (N = 16, 500 batches, the target's first symbol at step 1) measured sd **{SEED_SD['none']}** without a "
+            f"baseline and **{SEED_SD['loo']}** with leave-one-out. Here: {sd_none:.3f} ± {se_none:.4f} and, "
+            f"{label}, {sd_other:.3f} ± {se_other:.4f} (± one standard error)."
+            + (" The spike at 0 is mostly batches in which no sample wrote the symbol: the baseline's weights sum to zero "
+               "over a batch, so such a batch gives exactly 0." if self.estimator in ("loo", "batch_mean", "token_loo") else "")
+        )
+
+    # --- training ------------------------------------------------------------------------
+
+    def _apply_training(self, snapshot: TrainingSnapshot) -> None:
+        self.training = snapshot
+        self.training_controls.progress = snapshot.step / self.steps
+        E, S, n = snapshot.J.shape
+        x = np.arange(n)
+        labels = [ESTIMATORS[name] for name in snapshot.estimators]
+        colours = [COLOURS[name] for name in snapshot.estimators]
+        with pn.io.hold():
+            self.curves.data = {
+                "xs": [x] * (E * S),
+                "ys": list(snapshot.J.reshape(E * S, n)),
+                "colour": [colours[e] for e in range(E) for _ in range(S)],
+                "label": [labels[e] for e in range(E) for _ in range(S)],
+            }
+            e, s = np.nonzero(snapshot.steps_to_threshold >= 0)
+            steps = snapshot.steps_to_threshold[e, s]
+            self.reached.data = {"step": steps, "J": snapshot.J[e, s, steps], "colour": [colours[i] for i in e]}
+            self.training_table.data = {
+                "estimator": np.repeat(snapshot.estimators, S * n),
+                "seed": np.tile(np.repeat(np.arange(S), n), E),
+                "step": np.tile(x, E * S),
+                "J": snapshot.J.ravel(),
+            }
+            self.training_summary.object = training_html(snapshot, self.steps)
+
+    # --- layout --------------------------------------------------------------------------
+
+    def __panel__(self):
+        experiment = pn.Row(
+            slider(self.param.samples, width=300),
+            slider(self.param.batches, width=300),
+            pn.widgets.IntInput.from_param(self.param.target_seed, width=140),
+        )
+        coordinate_controls = pn.Row(
+            slider(self.param.t, width=160),
+            slider(self.param.prev, width=160, visible=self.param.t.rx() > 1),
+            slider(self.param.symbol, width=160),
+        )
+        training = pn.Column(
+            pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
+            self.training_controls,
+            plot_with_downloads(self.training_figure, {"training": self.training_table}),
+            self.training_summary,
+            sizing_mode="stretch_width",
+        )
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            pn.pane.Markdown(check_yourself_text(), sizing_mode="stretch_width", margin=(0, 10)),
+            experiment,
+            pn.Row(
+                pn.pane.Markdown("**Compared with no baseline:**", margin=(8, 10)),
+                pn.widgets.RadioButtonGroup.from_param(self.param.estimator),
+            ),
+            self.experiment_controls,
+            self.summary,
+            self.metrics,
+            pn.Row(
+                plot_with_downloads(self.scatter_figure, {"mean_estimates": self.means},
+                                    "Mean of the estimates against the exact gradient"),
+                pn.Column(
+                    plot_with_downloads(self.hist_figure, {"hist_none": self.hist_none, "hist_compared": self.hist_other},
+                                        "Figure 2: one coordinate's one-batch estimates (line: the exact gradient)"),
+                    coordinate_controls,
+                    sizing_mode="stretch_width",
+                ),
+                sizing_mode="stretch_width",
+            ),
+            self.seed_note,
+            pn.Row(
+                pn.Column(
+                    pn.pane.Markdown("#### Exercise 2: total variance of one estimate, the same samples for every row", margin=(0, 10)),
+                    self.variance_table,
+                    csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),
+                    sizing_mode="stretch_width",
+                ),
+                pn.Column(
+                    pn.pane.Markdown("#### Training from the uniform policy, with and without the baseline", margin=(0, 10)),
+                    training,
+                    sizing_mode="stretch_width",
+                ),
+                sizing_mode="stretch_width",
+            ),
+            sizing_mode="stretch_width",
+        )
+
+
+def summary_text(coord: tuple, b: Batches, estimator: str, x_none: np.ndarray, x_other: np.ndarray) -> str:
+    """The sentence under the controls: the coordinate, its exact gradient, both estimators' mean and sd."""
+    t, c, k = coord
+    context = "the start" if t == 0 else f"y_{{t−1}} = {c}"
+    return (
+        f"Step {t + 1}, context {context}, symbol {k}: exact gradient <strong>{b.exact[coord]:.4f}</strong>. "
+        f"Over {b.drawn} batches of N = {b.samples} (seed {b.seed}) the mean estimate is "
+        f"<strong>{x_none.mean():.4f}</strong> without a baseline (sd {sd_and_se(x_none)[0]:.3f}) and "
+        f"<strong>{x_other.mean():.4f}</strong> with {ESTIMATORS[estimator]} (sd {sd_and_se(x_other)[0]:.3f})."
+    )
+
+
+def variance_table_html(rows: list[dict], b: Batches) -> str:
+    """Exercise 2's table: measured total variance ± SE beside the exact one, and the ratio to no baseline."""
+    base = rows[0]["exact"]
+    body = "".join(
+        f'<tr data-estimator="{r["estimator"]}"><td>{r["label"]}</td><td>{r["measured"]:.5f} ± {r["se"]:.5f}</td>'
+        f'<td>{r["exact"]:.5f}</td><td>{r["exact"] / base:.2f}</td></tr>'
+        for r in rows
+    )
+    return (
+        f'<table class="fl-table"><thead><tr><th>estimator ({b.drawn} batches, N = {b.samples})</th>'
+        "<th>measured total variance ± SE</th><th>exact</th><th>exact ÷ no baseline</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def training_html(snapshot: TrainingSnapshot, steps: int) -> str:
+    """Steps to J >= 0.9 per seed and the share of seeds that got there, per estimator."""
+    S = snapshot.J.shape[1]
+    body = "".join(
+        f'<tr data-estimator="{name}"><td>{ESTIMATORS[name]}</td><td>{steps_text(snapshot.steps_to_threshold[e])}</td>'
+        f"<td>{int((snapshot.steps_to_threshold[e] >= 0).sum())}/{S}</td><td>{snapshot.J[e, :, -1].mean():.3f}</td></tr>"
+        for e, name in enumerate(snapshot.estimators)
+    )
+    return (
+        f'<table class="fl-table"><thead><tr><th>after {snapshot.step} of {steps} steps</th><th>steps to J ≥ 0.9, per seed</th>'
+        f"<th>reached</th><th>mean J now</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def page(query: dict[str, str] | None = None) -> ToyTargetPage:
+    """A fresh page for one browser session (its controls read from the link's query)."""
+    return ToyTargetPage(query=query)

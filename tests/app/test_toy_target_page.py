@@ -1,0 +1,154 @@
+"""The toy target page without a browser: its estimates, tables and training curves against the engine."""
+
+import math
+
+import numpy as np
+import pytest
+
+from app.pages.toy_target import ACTIVE, THETA, T, V, ToyTargetPage, check_yourself_text, coordinate, draw_batches, page
+from engines.toy_target import (
+    ESTIMATORS,
+    ToyTargetSettings,
+    draw_target,
+    exact_gradient,
+    exact_variances,
+    run_training,
+    variance_experiment,
+)
+
+QUICK = {"steps": "50", "seeds": "2"}
+"""A short training run for the tests that look at the Monte Carlo panels only."""
+
+
+def ready(query: dict) -> ToyTargetPage:
+    """A page whose runs (on their worker threads) have finished."""
+    pg = page(query=query)
+    pg.experiment_run.join()
+    pg.training_run.join()
+    return pg
+
+
+@pytest.fixture(scope="module")
+def default_page():
+    return ready({})
+
+
+def test_default_is_figure_2s_coordinate_and_the_check_yourself_numbers(default_page):
+    pg = default_page
+    target = draw_target(T, V, 0)
+    assert (pg.samples, pg.batches, pg.estimator) == (16, 500, "loo")
+    assert coordinate(pg.t, pg.prev, pg.symbol) == (0, 0, int(target[0]))  # the target's first symbol at step 1
+    assert not pg.notice.visible
+    text = check_yourself_text()
+    assert "**-12.48**" in text and "**1/262,144**" in text  # seed 001 section 2
+
+
+def test_plots_follow_the_engine(default_page):
+    pg, b = default_page, default_page.batches_drawn
+    target = draw_target(T, V, 0)
+    J, grad = exact_gradient(THETA, target)
+    assert b.drawn == 500 and J == pytest.approx(1 / 8)
+    np.testing.assert_allclose(pg.means.data["exact"], grad[ACTIVE])
+    for name in ESTIMATORS:
+        np.testing.assert_allclose(pg.means.data[name], b.estimates[name].mean(0)[ACTIVE])
+    coord = (0, 0, int(target[0]))
+    assert pg.exact_rule.location == pytest.approx(grad[coord])
+    assert pg.metrics.values()["exact"] == pytest.approx(0.0182, abs=5e-5)  # the figure's exact gradient
+    for source, name in ((pg.hist_none, "none"), (pg.hist_other, "loo")):
+        x = b.estimates[name][(slice(None), *coord)]
+        assert sum(source.data["count"]) == 500
+        counts, _ = np.histogram(x, np.append(source.data["left"], source.data["right"][-1]))
+        np.testing.assert_array_equal(source.data["count"], counts)
+    variances = exact_variances(THETA, target, 16)
+    assert pg.metrics.values()["sd_none_exact"] == pytest.approx(math.sqrt(variances["none"][coord]))
+    assert pg.metrics.values()["sd_other_exact"] == pytest.approx(math.sqrt(variances["loo"][coord]))
+    np.testing.assert_allclose(pg.variance_source.data["exact"], [variances[n].sum() for n in ESTIMATORS])
+
+
+def test_measured_variances_and_means_agree_with_the_exact_ones(default_page):
+    b = default_page.batches_drawn
+    for row in b.variance_rows:
+        # Exercise 2's table: measured total variance within 4 of its own standard errors of the exact one.
+        assert abs(row["measured"] - row["exact"]) < 4 * row["se"], row["estimator"]
+    for name, g in b.estimates.items():
+        # Unbiased (batch mean: shrunk by 1 - 1/N): every coordinate's mean within 4 SE of the mean of the estimates.
+        expected = b.exact * ((1 - 1 / 16) if name == "batch_mean" else 1.0)
+        se = g.std(0, ddof=1) / math.sqrt(b.drawn)
+        assert np.all(np.abs(g.mean(0) - expected)[ACTIVE] <= 4 * se[ACTIVE] + 1e-12), name
+    sd_none, sd_loo = default_page.metrics.values()["sd_none"], default_page.metrics.values()["sd_other"]
+    assert sd_loo < sd_none  # Figure 2: the baseline cuts the spread
+
+
+def test_a_chunk_is_the_engines_variance_experiment():
+    target = draw_target(T, V, 3)
+    *_, last = draw_batches(8, 50, 3, 11)
+    ex = variance_experiment(THETA, target, 8, 50, np.random.default_rng([11, 0]))
+    for name in ESTIMATORS:
+        np.testing.assert_array_equal(last.estimates[name], ex.estimates[name])
+        np.testing.assert_allclose(last.exact_variances[name], ex.exact_variances[name])
+    np.testing.assert_allclose(last.exact, ex.exact)
+    *_, longer = draw_batches(8, 120, 3, 11)
+    np.testing.assert_array_equal(longer.estimates["loo"][:50], last.estimates["loo"])  # more batches extend the draws
+
+
+def test_the_coordinate_controls_pick_the_histogram(default_page):
+    pg = default_page
+    pg.param.update(t=3, prev=2, symbol=5)
+    coord = (2, 2, 5)
+    assert pg.exact_rule.location == pytest.approx(pg.batches_drawn.exact[coord])
+    assert pg.focus.data["mean"] == [pytest.approx(pg.batches_drawn.estimates["loo"].mean(0)[coord])]
+    assert "Step 3, context y_{t−1} = 2, symbol 5" in pg.summary.object
+    assert coordinate(1, 4, 6) == (0, 0, 6)  # step 1 reads the start context whatever prev says
+    pg.param.update(t=1, prev=0, symbol=int(draw_target(T, V, 0)[0]))
+
+
+def test_estimator_choice_redraws_the_histogram_and_retrains():
+    pg = ready({**QUICK, "estimator": "token"})
+    coord = coordinate(pg.t, pg.prev, pg.symbol)
+    x = pg.batches_drawn.estimates["token"][(slice(None), *coord)]
+    assert pg.metrics.values()["sd_other"] == pytest.approx(x.std(ddof=1))
+    assert pg.training.estimators == ("none", "token")
+    assert "token-level rewards" in pg.training_summary.object
+
+
+def test_training_curves_are_the_engines():
+    pg = ready({"steps": "60", "seeds": "3", "lr": "12", "samples": "12", "target_seed": "4", "seed": "2"})
+    settings = ToyTargetSettings(target_seed=4, samples=12, seeds=3, steps=60, lr=12.0, seed=2)
+    run = run_training(settings, ("none", "loo"))
+    assert pg.training.step == 60
+    np.testing.assert_allclose(np.array(pg.curves.data["ys"]), run.J.reshape(6, 61))
+    np.testing.assert_array_equal(pg.training.steps_to_threshold, run.steps_to_threshold)
+    reached = run.steps_to_threshold[run.steps_to_threshold >= 0]
+    assert sorted(pg.reached.data["step"]) == sorted(reached)
+    assert pg.training_controls.progress == 1.0 and not pg.training_controls.running
+    assert len(pg.training_table.data["J"]) == 2 * 3 * 61
+
+
+def test_a_new_target_inspects_its_first_symbol_unless_the_link_says_otherwise():
+    pg = ready({**QUICK, "target_seed": "5"})
+    assert pg.symbol == int(draw_target(T, V, 5)[0])
+    pg = ready({**QUICK, "target_seed": "5", "symbol": "1"})
+    assert pg.symbol == 1
+
+
+def test_a_newer_setting_replaces_the_run_under_way():
+    pg = page(query=QUICK)
+    pg.samples = 4
+    pg.experiment_run.join()
+    pg.training_run.join()
+    assert pg.batches_drawn.samples == 4 and pg.batches_drawn.drawn == 500
+    np.testing.assert_allclose(pg.batches_drawn.exact_variances["none"], exact_variances(THETA, draw_target(T, V, 0), 4)["none"])
+    pg.close()
+    assert not pg.experiment_run.running and not pg.training_run.running
+
+
+@pytest.mark.parametrize(
+    "query,bad",
+    [({"samples": "1"}, "samples"), ({"batches": "1000000000"}, "batches"), ({"estimator": "best"}, "estimator"),
+     ({"steps": "abc"}, "steps"), ({"lr": "nan"}, "lr")],
+)
+def test_bad_link_values_fall_back_with_a_notice(query, bad):
+    pg = page(query={**QUICK, **query})
+    pg.close()
+    assert pg.notice.visible and f"{bad}=" in pg.notice.object
+    assert getattr(pg, bad) == ToyTargetPage.param[bad].default
