@@ -56,6 +56,11 @@ def parse_query(obj: param.Parameterized, query: dict[str, str], names: list[str
     return values, notices
 
 
+def _query_text(value) -> str:
+    """A value as Panel's Location writes it into the query: strings as they are, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def _session_query() -> dict[str, str]:
     """The query arguments of the current server session's request, first value of each."""
     args = pn.state.session_args if pn.state.curdoc and pn.state.curdoc.session_context else {}
@@ -84,10 +89,14 @@ def sync_url(obj: param.Parameterized, names: list[str], query: dict[str, str] |
         def on_error(rejected: dict) -> None:
             # The browser's own query string arrives after the request's and is applied all
             # or nothing: keep its valid values, report the rest once, and rewrite the URL.
+            # The browser sends numbers back parsed ("-9" as -9.0): a value the request already
+            # reported is not reported twice.
             valid, more = parse_query(obj, {k: str(v) for k, v in rejected.items()}, list(rejected))
             obj.param.update(**valid)
+            reported = {notice.split("=", 1)[0] for notice in notices}
+            more = [notice for notice in more if notice.split("=", 1)[0] not in reported]
             notice_alert(list(dict.fromkeys(notices + more)), alert)
-            location.update_query(**{k: json.dumps(getattr(obj, k)) for k in rejected})
+            location.update_query(**{k: _query_text(getattr(obj, k)) for k in rejected})
 
         location.sync(obj, {n: n for n in names}, on_error=on_error)
     return alert

@@ -17,7 +17,7 @@ import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
 
-PAGE_ORDER = ("baselines", "bandit", "token_world", "toy_target", "preferences")
+PAGE_ORDER = ("baselines", "bandit", "token_world", "toy_target", "preferences", "kl")
 """Every page the app knows, in reading order (the seeds' order)."""
 
 
