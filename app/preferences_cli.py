@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from app.options import add_settings_options, settings_from_args
 from engines.preferences import PairSettings, iter_make_pairs, load_pairs, save_pairs
 from engines.reward_model import (
     RewardModelSettings,
@@ -38,15 +39,12 @@ def _fail(command: str, error: Exception) -> int:
 
 def add_make_pairs_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `make-pairs`: every PairSettings field, and --out."""
-    from app.cli import add_settings_options  # app.cli imports this module
-
     add_settings_options(parser, PairSettings)
     parser.add_argument("--out", type=Path, required=True, help="pairs file to write (.npz)")
 
 
 def run_make_pairs(args: argparse.Namespace) -> int:
     """Sample, score, label and save the pairs; progress on stderr, a summary on stdout."""
-    from app.cli import settings_from_args
     from engines.lm_models import ModelNotAvailable
 
     try:
@@ -72,7 +70,6 @@ def run_make_pairs(args: argparse.Namespace) -> int:
 
 def add_train_reward_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `train-reward`: --pairs, --out, --json and every RewardModelSettings field."""
-    from app.cli import add_settings_options
 
     parser.add_argument("--pairs", type=Path, required=True, help="pairs file made by make-pairs (.npz)")
     parser.add_argument("--out", type=Path, required=True, help="reward model file to write (.pt)")
@@ -113,7 +110,6 @@ def render_reward(result: dict) -> str:
 
 def run_train_reward(args: argparse.Namespace) -> int:
     """Train on the pairs file, save the model, print the readings (or one JSON object)."""
-    from app.cli import settings_from_args
 
     try:
         settings = settings_from_args(RewardModelSettings, args)
