@@ -1,0 +1,599 @@
+"""Token world and GAE: exact values, TD errors and the lambda trade-off, seed 000 sections 6.8 to 6.10.
+
+A reply is T tokens, A or B; the state is (t, k), the position and the A's so far, and
+the only reward, 1 if the reply has at least `threshold` A's, comes after the last token.
+Everything is exact: V by a backward recursion, the advantage A = Q - V, and GAE's
+squared error against A split into bias^2 and variance by enumerating all 2^T replies.
+A Monte Carlo check of that split and the training comparison (REINFORCE against GAE
+critics) run on worker threads and stream into their plots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import secrets
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColorBar, ColumnDataSource, DataRange1d, HoverTool, Legend, LegendItem, LinearColorMapper, Span
+from bokeh.layouts import gridplot
+from bokeh.palettes import Viridis256
+
+from engines.token_world import (
+    TokenWorldSettings,
+    gae_decomposition_exact,
+    gae_decomposition_mc,
+    one_episode,
+    sample_tokens,
+    token_values,
+)
+from engines.token_world_training import TokenWorldTrainingSettings, summarise_training, train_token_world_steps, training_methods
+from widgets.downloads import csv_download, plot_with_downloads
+from widgets.equation_card import equation_card
+from widgets.metrics import MetricRow
+from widgets.run_controls import RunControls, seed_control
+from widgets.sliders import slider
+from widgets.streaming import StreamingCurve, StreamingRun
+from widgets.style import OKABE_ITO, plot
+from widgets.url_state import sync_url
+
+TITLE = "Token world and GAE"
+SUMMARY = "A six-token world where every value is exact: TD errors, GAE and the bias-variance trade-off of lambda."
+
+MAX_T = 12
+"""Longest reply on the page: exact enumeration of all 2^12 = 4096 replies answers a slider in well under 0.1 s."""
+CHAPTER_REPLY = "ABABAA"
+"""The episode printed in seed 000 section 6.9 (T = 6)."""
+SLIGHT_NOISE = 0.05
+"""The seed's middle critic: exact V plus noise of sd 0.05."""
+CRITICS = ("exact", "slight", "chosen")
+"""The three panels' critics: the exact V, V + 0.05 z, V + (the slider's noise) z."""
+LAMBDA_GRID = tuple(round(x, 2) for x in np.linspace(0.0, 1.0, 21))
+"""Lambdas of the exact bias^2 / variance curves, 0 to 1 in steps of 0.05 (the seed's eight among them)."""
+MC_LAMBDAS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1.0)
+"""The eight lambdas of the seed's Monte Carlo table, the points of the Monte Carlo check."""
+TRAINING_LAMBDAS = (0.0, 0.5, 0.95, 1.0)
+"""The GAE rows of the seed's training table."""
+REWARD_SHIFT = 5.0
+"""The seed's shift: every episode gets +5 (5 for failure, 6 for success)."""
+REPORT_AT = (10, 25, 50, 150)
+"""Updates after which the seed's training table reports the success probability."""
+LABELLED_T = 10
+"""Up to this T the heat map writes each value in its cell."""
+TRAINING_COLUMNS = ("none", "loo") + tuple(f"gae_{lam:g}" for lam in TRAINING_LAMBDAS)
+"""Column names of the training curves' data, one per row of `training_methods`."""
+
+INTRO = (
+    "A reply is T tokens, each A or B, written by a policy that picks A with probability P(A). "
+    "The state is (t, k): the position and how many A's have been written. The only reward comes after "
+    "the last token: 1 if the reply has at least *threshold* A's. In this world the value V(t, k), the "
+    "chance of success from (t, k), is known exactly, and so is the advantage A = Q − V of every token. "
+    "A critic's view of the next state turns into a TD error δ; GAE adds up the TD errors ahead, each "
+    "weighted by (γλ)^l."
+)
+EQUATION = (
+    r"\delta_t = r_t + \gamma\, V(s_{t+1}) - V(s_t), \qquad "
+    r"\hat A_t = \delta_t + \gamma\lambda\, \hat A_{t+1} = \sum_{l=0}^{T-1-t} (\gamma\lambda)^l\, \delta_{t+l}"
+)
+NOTICE = (
+    "With the exact critic, λ = 0 has no error at all, and the error grows with λ; add noise to the critic "
+    "and λ = 0 inherits its bias, so the best λ moves up. Variance against λ is the same in all three panels: "
+    "it comes from the random future tokens, not from the critic."
+)
+PREDICT = "Before you add critic noise: which λ will have the smallest total error with the exact critic, and why?"
+DECOMPOSITION = (
+    r"\text{error} = \text{bias}^2 + \text{variance}, \qquad "
+    r"\text{bias}^2 = \big(\mathbb{E}[\hat A \mid s, a] - A(s, a)\big)^2, \qquad "
+    r"\text{variance} = \mathbb{E}\big[(\hat A - \mathbb{E}[\hat A \mid s, a])^2\big]"
+)
+
+
+def reply_tokens(reply: str, episode_seed: int, T: int, p_a: float) -> str:
+    """The episode's reply: the chapter's ABABAA (when T = 6), else T tokens sampled from the policy."""
+    if reply == "chapter" and T == len(CHAPTER_REPLY):
+        return CHAPTER_REPLY
+    drawn = sample_tokens(np.random.default_rng(episode_seed), 1, T, p_a)[0]
+    return "".join("A" if a else "B" for a in drawn)
+
+
+def critic_columns(noises: np.ndarray, noise: float) -> tuple[int, int, int]:
+    """Columns of a decomposition for the three panels: exact V, V + 0.05 z, V + noise z.
+
+    The engine lists the exact V first and drops zero noises, so a chosen noise of 0 is the exact V.
+    """
+    chosen = np.flatnonzero(noises == noise)
+    return 0, int(np.flatnonzero(noises == SLIGHT_NOISE)[0]), int(chosen[-1]) if len(chosen) else 0
+
+
+def decomposition_columns(d, columns) -> dict:
+    """A decomposition as plot columns: lam, then bias2_/variance_/total_ for each of CRITICS.
+
+    `columns` are the decomposition's critic columns of the three panels (`critic_columns`);
+    `d` None gives the empty columns.
+    """
+    data = {"lam": [] if d is None else d.lambdas}
+    for critic, j in zip(CRITICS, columns or (None,) * len(CRITICS)):
+        for name in ("bias2", "variance", "total"):
+            data[f"{name}_{critic}"] = [] if d is None else getattr(d, name)[:, j]
+    return data
+
+
+def episode_table_html(e, lam: float, gamma: float, noise: float) -> str:
+    """One episode as the seed's "== 3." printout lays it out, as an HTML table."""
+    tokens = "".join("A" if a else "B" for a in e.tokens)
+    head = ("t", "state (t, k)", "token", "r", "V(s_t)", "V(s_t+1)", "δ", f"GAE (λ = {lam:.2f})", "exact A")
+    rows = "".join(
+        f"<tr><td>{t}</td><td>({t}, {int(e.k[t])})</td><td>{tokens[t]}</td><td>{e.r[t]:g}</td>"
+        f"<td>{e.V[t]:.3f}</td><td>{e.V_next[t]:.3f}</td><td>{e.delta[t]:+.3f}</td>"
+        f"<td>{e.gae[t]:+.3f}</td><td>{e.exact_A[t]:+.3f}</td></tr>"
+        for t in range(len(tokens))
+    )
+    caption = (
+        f"one episode: tokens {tokens}, reward at the end = {e.r[-1]:g}; λ = {lam:.2f}, γ = {gamma:.2f}; "
+        f"critic = exact V plus noise of sd {noise:.2f}"
+    )
+    extremes = (
+        f"<p>λ = 1 (Monte Carlo minus V): {[round(float(x), 3) for x in e.monte_carlo]}<br>"
+        f"λ = 0 (one TD error): {[round(float(x), 3) for x in e.delta]}</p>"
+    )
+    return (
+        f'<table class="fl-episode"><caption>{html.escape(caption)}</caption>'
+        f"<thead><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr></thead><tbody>{rows}</tbody></table>{extremes}"
+    )
+
+
+EPISODE_CSS = """
+.fl-episode { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.3em 0.6em; }
+.fl-episode caption { caption-side: top; text-align: left; padding-bottom: 0.3em; }
+.fl-episode th, .fl-episode td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.35); }
+"""
+
+
+def lambda_zero_text(T: int, threshold: int, p_a: float, gamma: float) -> str:
+    """Why lambda = 0 is perfect with the exact critic (seed 000 section 6.9), with this world's numbers."""
+    v = token_values(T, threshold, p_a, gamma)
+    delta0 = gamma * v.V[1, 1] - v.V[0, 0]  # r_0 = 0 before the last token
+    return (
+        "**Why λ = 0 is perfect with the exact critic.** In a game the next state is random, so a TD error "
+        "equals the advantage only on average. In text the next state is certain: writing A at (t, k) always "
+        "leads to (t + 1, k + 1). So with the exact V, δ_t = r_t + γ V(s_{t+1}) − V(s_t) = Q(s_t, a_t) − V(s_t) "
+        "= A(s_t, a_t) exactly, for every episode: zero bias and zero variance. Here, at the start, choosing A: "
+        f"δ_0 = 0 + {gamma:.2f} × V(1, 1) − V(0, 0) = {gamma:.2f} × {v.V[1, 1]:.4f} − {v.V[0, 0]:.4f} = "
+        f"{delta0:+.4f}, and the exact advantage is A(s_0, A) = {v.A[0, 0, 1]:+.4f}. Any λ > 0 adds later TD errors, "
+        "which are exact too but depend on tokens not yet written: that is the variance in the left panel."
+    )
+
+
+def summary_text(T: int, threshold: int, p_a: float, lam: float, noise: float, values, at_lam, columns) -> str:
+    """The sentence under the controls: the success chance, and the errors at the chosen lambda."""
+    _, _, chosen = columns
+    return (
+        f"With T = {T} tokens, at least {threshold} A's to succeed and P(A) = {p_a:.2f}, "
+        f"V(start) = <strong>{values.V[0, 0]:.4f}</strong>. At λ = {lam:.2f} the critic with noise {noise:.2f} "
+        f"has total error <strong>{at_lam.total[0, chosen]:.4f}</strong> = bias² {at_lam.bias2[0, chosen]:.4f} + "
+        f"variance {at_lam.variance[0, chosen]:.4f}; the exact critic {at_lam.total[0, 0]:.4f}."
+    )
+
+
+def mc_steps(settings: TokenWorldSettings):
+    """The Monte Carlo check as a stream: a full decomposition on 1/8, 1/4, 1/2 and all of the
+    episodes (each its own estimate), so a first answer arrives quickly and the last is the full one."""
+    sizes = sorted({max(2, settings.episodes // d) for d in (8, 4, 2, 1)})
+    for n in sizes:
+        yield n, settings.episodes, gae_decomposition_mc(dataclasses.replace(settings, episodes=n))
+
+
+def training_stream(settings: TokenWorldTrainingSettings):
+    """`train_token_world_steps`, accumulated: yields (methods, success so far (M, step+1, S), steps)."""
+    success = None
+    for snap in train_token_world_steps(settings):
+        if success is None:
+            success = np.empty((len(snap.methods), settings.steps + 1, settings.seeds))
+        success[:, snap.step] = snap.success
+        yield snap.methods, success[:, : snap.step + 1], settings.steps
+
+
+def training_table(result, settings: TokenWorldTrainingSettings) -> str:
+    """The seed's training table (section 6.10) as Markdown, one row per method."""
+    at = " / ".join(str(u) for u in result.report_at)
+    rows = [
+        f"| method | success after {at} updates | median updates to reach {settings.target:g} | sd over seeds at {settings.spread_at} | seeds below 0.5 at the end |",
+        "|---|---|---|---|---|",
+    ]
+    for i, name in enumerate(result.methods):
+        median = result.median_to_target[i]
+        rows.append(
+            f"| {name} | {' / '.join(f'{x:.3f}' for x in result.mean_at[i])} | "
+            f"{'never' if not np.isfinite(median) else f'{median:g}'} | {result.sd_at_spread[i]:.3f} | {100 * result.below_half[i]:.0f}% |"
+        )
+    return "\n".join(rows)
+
+
+class TokenWorldPage(pn.viewable.Viewer):
+    """T, threshold, P(A), lambda, critic noise, gamma; the V heat map, one episode, the lambda trade-off, training."""
+
+    T = param.Integer(default=6, bounds=(2, MAX_T), label="Tokens per reply T")
+    threshold = param.Integer(default=4, bounds=(0, MAX_T), label="A's needed for reward 1 (threshold)")
+    p_a = param.Number(default=0.6, bounds=(0.05, 0.95), step=0.05, label="P(A), the policy's chance of writing A")
+    lam = param.Number(default=0.95, bounds=(0.0, 1.0), step=0.05, label="GAE λ")
+    critic_noise = param.Number(default=0.15, bounds=(0.0, 0.5), step=0.01, label="Critic noise sd (value units)")
+    gamma = param.Number(default=1.0, bounds=(0.5, 1.0), step=0.01, label="Discount γ")
+    seed = param.Integer(default=0, bounds=(0, 999_999), label="Critic seed (its noise z)")
+    reply = param.Selector(default="chapter", objects={"the chapter's reply ABABAA": "chapter", "sampled from the policy": "sampled"}, label="Episode")
+    episode_seed = param.Integer(default=0, bounds=(0, 999_999), label="Episode seed")
+    episodes = param.Integer(default=100_000, bounds=(1_000, 100_000), step=1_000, label="Monte Carlo episodes")
+    shift = param.Boolean(default=False, label=f"Add +{REWARD_SHIFT:g} to every reward")
+    seeds = param.Integer(default=100, bounds=(1, 200), label="Training seeds")
+    steps = param.Integer(default=150, bounds=(10, 300), step=10, label="Updates per run")
+    train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Training seed")
+
+    URL_NAMES = ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed", "episodes", "shift", "seeds", "steps", "train_seed"]
+
+    def __init__(self, query: dict[str, str] | None = None, **params):
+        super().__init__(**params)
+        self.cells = ColumnDataSource(name="values")
+        self.path = ColumnDataSource(name="episode_path")
+        self.episode = ColumnDataSource(name="episode")
+        self.curves = ColumnDataSource(name="lambda_curves")
+        self.mc = ColumnDataSource(decomposition_columns(None, ()), name="monte_carlo")
+        self.at_lam = ColumnDataSource(name="chosen_lambda")
+        self.heat = self._heat_map()
+        self.grid = self._lambda_panels()
+        self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
+        self.metrics = MetricRow(
+            {
+                "V": ("V(start), chance of success", "{value:.4f}"),
+                "QA": ("Q(start, A)", "{value:.4f}"),
+                "QB": ("Q(start, B)", "{value:.4f}"),
+                "AA": ("advantage A(start, A)", "{value:+.4f}"),
+                "AB": ("advantage A(start, B)", "{value:+.4f}"),
+            }
+        )
+        self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[EPISODE_CSS])
+        self.episode_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self.why = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self.clamp = pn.pane.Alert(alert_type="info", sizing_mode="stretch_width", visible=False)
+        self.threshold_slider = slider(self.param.threshold, width=300)  # its end follows T
+        self._clamping = False
+        self.mc_status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self.mc_run = StreamingRun(self._apply_mc, self._mc_done)
+        self.mc_controls = RunControls(self.start_mc, self.stop_mc)
+        self.training = StreamingCurve(
+            self._training_steps,
+            self._training_data,
+            x="update",
+            lines=dict(zip(TRAINING_COLUMNS, training_methods(TRAINING_LAMBDAS))),
+            x_label="policy update",
+            y_label="success probability, mean over seeds",
+            progress=lambda snap: (snap[1].shape[1] - 1) / snap[2],
+            seed=self.param.train_seed,
+            y_range=(0.0, 1.02),
+            name="training",
+        )
+        self.training_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self.training_result = pn.pane.Markdown(sizing_mode="stretch_width")
+        self._trained_with: dict | None = None
+        self._run_settings = self.training_settings()
+        self.training.controls.param.watch(self._training_started, "running", onlychanged=False)
+        self.param.watch(self._changed, ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed"])
+        self.param.watch(self._training_changed, ["T", "threshold", "shift", "seeds", "steps", "train_seed"])
+        self.notice = sync_url(self, self.URL_NAMES, query)  # a link's threshold above its T is clamped here
+        self.threshold_slider.end = self.T
+        self._update_world()
+        self._update_critics()
+        self._update_lambda()
+        self._show_training_note()
+
+    # ------------------------------------------------------------------ figures
+
+    def _heat_map(self):
+        fig = plot("position t (tokens written)", "A's so far k", x_range=(-0.5, self.T - 0.5), y_range=(-0.5, self.T - 0.5), height=380)
+        mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0)
+        cells = fig.rect("t", "k", width=1, height=1, source=self.cells, fill_color={"field": "V", "transform": mapper}, line_color=None)
+        fig.line("t", "k", source=self.path, line_color=OKABE_ITO["vermillion"], line_width=3, line_alpha=0.8, legend_label="the episode below")
+        fig.scatter("t", "k", source=self.path, color=OKABE_ITO["vermillion"], size=7)
+        # One text colour on a light box reads on every cell colour (a per-cell colour column breaks
+        # BokehJS 3.9's text glyph when the number of cells changes).
+        fig.text(
+            "t", "k", text="label", source=self.cells, text_align="center", text_baseline="bottom", y_offset=-4,
+            text_font_size="9pt", text_color="#000000", background_fill_color="#ffffff", background_fill_alpha=0.7, padding=1,
+        )
+        fig.legend.location = "top_left"
+        fig.add_tools(HoverTool(renderers=[cells], tooltips=[("state", "(@t, @k)"), ("V", "@V{0.0000}")]))
+        fig.add_layout(ColorBar(color_mapper=mapper, title="V(t, k)", width=12), "right")
+        fig.xgrid.visible = fig.ygrid.visible = False
+        return fig
+
+    def _lambda_panels(self):
+        """The seed's three panels side by side, one toolbar (its save tool saves all three), one y axis."""
+        y_range = DataRange1d(start=0.0)
+        self.lam_rules = []
+        colours = {"bias2": OKABE_ITO["vermillion"], "variance": OKABE_ITO["blue"], "total": OKABE_ITO["green"]}
+        names = {"bias2": "bias²", "variance": "variance", "total": "total error"}
+        figs = []
+        for i, critic in enumerate(CRITICS):
+            fig = plot("GAE λ", "squared error (value units²)" if i == 0 else "", x_range=(-0.02, 1.02), y_range=y_range, height=300)
+            items = []
+            for column, colour in colours.items():
+                line = fig.line("lam", f"{column}_{critic}", source=self.curves, color=colour, line_width=2)
+                dots = fig.scatter("lam", f"{column}_{critic}", source=self.mc, fill_color=None, line_color=colour, size=9, line_width=2)
+                items.append(LegendItem(label=names[column], renderers=[line]))
+            items.append(LegendItem(label="Monte Carlo check", renderers=[dots]))
+            items.append(LegendItem(label="the chosen λ", renderers=[fig.scatter("lam", f"total_{critic}", source=self.at_lam, color=colour, size=12, marker="diamond")]))
+            rule = Span(location=self.lam, dimension="height", line_color=OKABE_ITO["grey"], line_dash=[4, 3], line_width=1.5)
+            fig.add_layout(rule)
+            self.lam_rules.append(rule)
+            if i == 0:
+                fig.add_layout(Legend(items=items, location="top_left"))
+            figs.append(fig)
+        figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
+        self.panels = figs
+        return gridplot([figs], sizing_mode="stretch_width", merge_tools=True, toolbar_location="right")
+
+    # ------------------------------------------------------------------ updates
+
+    def world_settings(self, lambdas=LAMBDA_GRID) -> TokenWorldSettings:
+        """The engine's settings for the current controls."""
+        return TokenWorldSettings(
+            T=self.T,
+            threshold=self.threshold,
+            p_a=self.p_a,
+            gamma=self.gamma,
+            lambdas=tuple(lambdas),
+            critic_noises=(SLIGHT_NOISE, self.critic_noise),
+            episodes=self.episodes,
+            seed=self.seed,
+            tokens=reply_tokens(self.reply, self.episode_seed, self.T, self.p_a),
+            lam=self.lam,
+            episode_noise=self.critic_noise,
+        )
+
+    def _clamp_threshold(self) -> bool:
+        """Keep threshold <= T: clamp it with a visible notice, and end its slider at T. True if it moved."""
+        moved = self.threshold > self.T
+        if moved:
+            self.clamp.object = f"The threshold {self.threshold} was more than T = {self.T} tokens, so it is now {self.T}."
+            self._clamping = True  # the clamp's own event is drawn by the update under way
+            try:
+                self.threshold = self.T
+            finally:
+                self._clamping = False
+        self.clamp.visible = moved
+        self.threshold_slider.end = self.T
+        return moved
+
+    def _changed(self, *events):
+        if self._clamping:
+            return
+        names = {e.name for e in events}
+        # One batch per slider step: the plots' data first, the text after it.
+        with pn.io.hold():
+            if names & {"T", "threshold"} and self._clamp_threshold():
+                names.add("threshold")
+            if names & {"T", "threshold", "p_a", "gamma"}:
+                self._update_world()
+            if names & {"T", "threshold", "p_a", "gamma", "critic_noise", "seed"}:
+                self._update_critics()
+                self._restart_or_clear_mc()
+            self._update_lambda()
+
+    def _update_world(self):
+        T = self.T
+        v = token_values(T, self.threshold, self.p_a, self.gamma)
+        t, k = np.nonzero(np.tri(T, T + 1, dtype=bool))  # reachable states only: k <= t
+        V = v.V[t, k]
+        self.cells.data = {
+            "t": t,
+            "k": k,
+            "V": V,
+            "label": [f"{x:.2f}" for x in V] if T <= LABELLED_T else [""] * len(V),
+        }
+        for r in (self.heat.x_range, self.heat.y_range):
+            r.start, r.end = -0.5, T - 0.5
+        self.heat.title.text = f"Exact V(t, k) = γ^(T−1−t) · P[k + Binomial(T − t, {self.p_a:.2f}) ≥ {self.threshold}]"
+        self.metrics.update(V=v.V[0, 0], QA=v.Q[0, 0, 1], QB=v.Q[0, 0, 0], AA=v.A[0, 0, 1], AB=v.A[0, 0, 0])
+        self.why.object = lambda_zero_text(T, self.threshold, self.p_a, self.gamma)
+
+    def _update_critics(self):
+        d = gae_decomposition_exact(self.world_settings())
+        self.curves.data = decomposition_columns(d, critic_columns(d.critic_noises, self.critic_noise))
+        self.panels[2].title.text = f"V + noise {self.critic_noise:.2f} (the slider)"
+
+    def _update_lambda(self):
+        settings = self.world_settings(lambdas=(self.lam,))
+        d = gae_decomposition_exact(settings)
+        columns = critic_columns(d.critic_noises, self.critic_noise)
+        self.at_lam.data = decomposition_columns(d, columns)
+        for rule in self.lam_rules:
+            rule.location = self.lam
+        e = one_episode(settings)
+        self.path.data = {"t": np.arange(self.T), "k": e.k}
+        self.episode.data = {
+            "t": np.arange(self.T), "k": e.k, "token": ["A" if a else "B" for a in e.tokens], "r": e.r, "V": e.V,
+            "V_next": e.V_next, "delta": e.delta, "gae": e.gae, "exact_A": e.exact_A, "monte_carlo": e.monte_carlo,
+        }
+        self.table.object = episode_table_html(e, self.lam, self.gamma, self.critic_noise)
+        self.episode_note.object = self._episode_note()
+        values = token_values(self.T, self.threshold, self.p_a, self.gamma)
+        self.summary.object = f'<p class="fl-summary">{summary_text(self.T, self.threshold, self.p_a, self.lam, self.critic_noise, values, d, columns)}</p>'
+
+    def _episode_note(self) -> str:
+        if self.reply == "chapter" and self.T == len(CHAPTER_REPLY):
+            return "The chapter's episode ABABAA (section 6.9). **New episode** samples one from the policy instead."
+        lead = f"The chapter's reply has {len(CHAPTER_REPLY)} tokens, so with T = {self.T} a reply is sampled instead: " if self.reply == "chapter" else ""
+        return f"{lead}episode seed **{self.episode_seed}**, {self.T} tokens from the policy with P(A) = {self.p_a:.2f}."
+
+    def new_episode(self) -> None:
+        """Sample a fresh reply: a new episode seed, drawn at random."""
+        self.param.update(reply="sampled", episode_seed=secrets.randbelow(1_000_000))
+
+    # ------------------------------------------------------------------ Monte Carlo check
+
+    def start_mc(self) -> None:
+        """Check the exact decomposition by Monte Carlo, off the UI thread; restarting cancels a run under way."""
+        self._clear_mc()
+        self.mc_controls.param.update(running=True, progress=0.0)
+        settings = self.world_settings(lambdas=MC_LAMBDAS)
+        self.mc_status.object = f"Monte Carlo check: sampling up to {settings.episodes:,} episodes (episode stream of critic seed {settings.seed}) ..."
+        self.mc_run.start(lambda: mc_steps(settings))
+
+    def stop_mc(self) -> None:
+        self.mc_run.stop()
+        self.mc_controls.running = False
+
+    def _restart_or_clear_mc(self) -> None:
+        if self.mc_run.running:
+            self.start_mc()  # a newer setting cancels the stale check
+        elif len(self.mc.data["lam"]):
+            self._clear_mc()
+            self.mc_status.object = "The settings changed since the Monte Carlo check: run it again to check these."
+
+    def _clear_mc(self) -> None:
+        self.mc.data = decomposition_columns(None, ())
+
+    def _apply_mc(self, snapshot) -> None:
+        n, target, d = snapshot
+        exact = gae_decomposition_exact(self.world_settings(lambdas=MC_LAMBDAS))
+        columns = critic_columns(d.critic_noises, self.critic_noise)
+        self.mc.data = decomposition_columns(d, columns)
+        gap = float(np.abs(d.total[:, columns] - exact.total[:, columns]).max())
+        self.mc_controls.progress = n / target
+        self.mc_status.object = (
+            f"Monte Carlo check with **{n:,}** sampled episodes (critic seed {self.seed}): the open circles. "
+            f"Largest gap to the exact total error: {gap:.4f}."
+        )
+
+    def _mc_done(self, finished: bool) -> None:
+        self.mc_controls.running = False
+
+    # ------------------------------------------------------------------ training
+
+    def training_settings(self) -> TokenWorldTrainingSettings:
+        steps = self.steps
+        return TokenWorldTrainingSettings(
+            T=self.T,
+            threshold=self.threshold,
+            seeds=self.seeds,
+            steps=steps,
+            lambdas=TRAINING_LAMBDAS,
+            shift=REWARD_SHIFT if self.shift else 0.0,
+            seed=self.train_seed,
+            report_at=tuple(u for u in REPORT_AT if u < steps) + (steps,),
+            spread_at=min(25, steps),
+        )
+
+    def _training_key(self) -> dict:
+        return {name: getattr(self, name) for name in ("T", "threshold", "shift", "seeds", "steps", "train_seed")}
+
+    def _training_started(self, event) -> None:
+        """On the session's thread, as a run starts: fix its settings and say what it trains."""
+        if not event.new:
+            return
+        self._run_settings = self.training_settings()
+        self._trained_with = self._training_key()
+        self.training_result.object = ""
+        self._show_training_note()
+
+    def _training_steps(self):
+        """The run's generator; called on the worker thread, so it only reads the settings fixed at the start."""
+        return training_stream(self._run_settings)
+
+    def _training_data(self, snapshot) -> dict:
+        """The curves' columns from an accumulated snapshot; the seed's table once the run is complete."""
+        methods, success, steps = snapshot
+        data = {"update": np.arange(success.shape[1])} | dict(zip(TRAINING_COLUMNS, success.mean(-1)))
+        if success.shape[1] == steps + 1:
+            settings = self._run_settings
+            self.training_result.object = training_table(summarise_training(methods, success, settings), settings)
+        return data
+
+    def _training_changed(self, *events):
+        if self.training.run.running:
+            self.training.start()  # a newer setting cancels the stale run
+        else:
+            self._show_training_note()
+
+    def _show_training_note(self) -> None:
+        key = self._trained_with
+        if key is None:
+            self.training_note.object = "Press **Start** to train; the curves fill in as it goes."
+            return
+        shift = f"+{REWARD_SHIFT:g} reward shift" if key["shift"] else "no reward shift"
+        stale = "" if key == self._training_key() else " The controls have changed since: press **Start** to train with them."
+        self.training_note.object = (
+            f"Trained with T = {key['T']}, threshold {key['threshold']}, {key['seeds']} seeds × {key['steps']} updates "
+            f"of 16 episodes, {shift}, training seed {key['train_seed']}.{stale}"
+        )
+
+    def close(self) -> None:
+        """Stop the Monte Carlo check and the training (the browser tab closed)."""
+        self.mc_run.stop()
+        self.training.stop()
+
+    # ------------------------------------------------------------------ layout
+
+    def __panel__(self):
+        controls = pn.Column(
+            pn.Row(slider(self.param.T, width=300), self.threshold_slider, slider(self.param.p_a, width=300)),
+            pn.Row(slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300)),
+            self.clamp,
+            seed_control(self.param.seed),
+        )
+        new_episode = pn.widgets.Button(label="New episode", color="primary", width=120, align="end")
+        new_episode.on_click(lambda _event: self.new_episode())
+        episode_controls = pn.Row(
+            pn.widgets.RadioButtonGroup.from_param(self.param.reply, align="end"),
+            pn.widgets.IntInput.from_param(self.param.episode_seed, width=140),
+            new_episode,
+        )
+        mc_controls = pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_controls)
+        training_controls = pn.Row(
+            pn.widgets.Checkbox.from_param(self.param.shift, align="center"),
+            pn.widgets.IntInput.from_param(self.param.seeds, width=140),
+            pn.widgets.IntInput.from_param(self.param.steps, width=140),
+        )
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            controls,
+            self.summary,
+            self.metrics,
+            plot_with_downloads(self.heat, {"values": self.cells}, "Exact values V(t, k); blank cells cannot be reached (k > t)"),
+            pn.pane.Markdown("#### One episode, and what each estimator says about its tokens", margin=(0, 10)),
+            episode_controls,
+            self.episode_note,
+            self.table,
+            pn.Row(csv_download(self.episode, "episode.csv", "CSV: episode")),
+            self.why,
+            pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
+            pn.pane.Markdown(
+                "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
+                "against the exact advantage splits in two, averaged over the visited (state, action) pairs:",
+                sizing_mode="stretch_width",
+                margin=(0, 10),
+            ),
+            pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
+            plot_with_downloads(self.grid, {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
+            mc_controls,
+            self.mc_status,
+            pn.pane.Markdown("#### Training: REINFORCE against GAE critics", margin=(0, 10)),
+            pn.pane.Markdown(
+                "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, 16 episodes per update. "
+                "The GAE critics start at 0 and learn from the λ-returns as they go (γ = 1; P(A), λ, the noise and γ "
+                "above do not enter). Shifting every reward by +5 changes nothing about which replies are better.",
+                sizing_mode="stretch_width",
+                margin=(0, 10),
+            ),
+            training_controls,
+            self.training_note,
+            self.training,
+            self.training_result,
+            sizing_mode="stretch_width",
+        )
+
+
+def page(query: dict[str, str] | None = None) -> TokenWorldPage:
+    """A fresh page for one browser session (its controls read from the link's query)."""
+    return TokenWorldPage(query=query)
