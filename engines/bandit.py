@@ -230,6 +230,22 @@ class MonteCarlo:
     """Sample total variance at the measured b*, on the same samples."""
 
 
+def one_sample_draws(means, sd: float, theta, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """N one-sample draws, seed 000 section 6.5's first four lines vectorised:
+
+        a_i ~ pi,   r_i = mu_{a_i} + sd eps_i,   s_i = onehot(a_i) - pi
+
+    Returns the ratings r (N,) and score vectors s (N, K); the estimate for a baseline b
+    is (r_i - b) s_i. The same seed gives the same draws as `monte_carlo`.
+    """
+    mu = np.asarray(means, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    rng = np.random.default_rng(seed)
+    a = rng.choice(len(mu), size=samples, p=softmax(theta))  # (N,) sampled replies
+    r = mu[a] + sd * rng.standard_normal(samples)  # (N,) their noisy ratings
+    return r, softmax_score(theta, a)  # (N,), (N, K)
+
+
 def monte_carlo(means, sd: float, theta, b, samples: int, seed: int) -> MonteCarlo:
     """Seed 000 sections 6.4 and 6.7: sample N replies a_i ~ pi and ratings r_i, then
 
@@ -240,13 +256,8 @@ def monte_carlo(means, sd: float, theta, b, samples: int, seed: int) -> MonteCar
     |g_i - m|^2 = (r_i - b)^2 |s_i|^2 - 2 (r_i - b) s_i.m + |m|^2 needs only (N,) arrays
     per baseline, never an (N, B, K) one.
     """
-    mu = np.asarray(means, dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    rng = np.random.default_rng(seed)
-    N, K = samples, len(mu)
-    a = rng.choice(K, size=N, p=softmax(theta))  # (N,) sampled replies
-    r = mu[a] + sd * rng.standard_normal(N)  # (N,) their noisy ratings
-    s = softmax_score(theta, a)  # (N, K)
+    N, K = samples, len(means)
+    r, s = one_sample_draws(means, sd, theta, samples, seed)  # (N,), (N, K)
     s2 = s**2  # (N, K)
     s_sq = s2 @ np.ones(K)  # (N,) |s_i|^2 (a matrix product: much faster than a sum over a short axis)
     b_star = float(r @ s_sq / s_sq.sum())

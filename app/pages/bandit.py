@@ -1,0 +1,550 @@
+"""The four-armed bandit: REINFORCE, the variance of its estimate, and baselines (seed 000 sections 6.4 to 6.7).
+
+One prompt has four replies (arms); the policy is a softmax over four logits theta and
+reply k earns a rating r = mu_k + sd * eps. The one-sample REINFORCE estimate is
+g = (r - b)(onehot(a) - pi). Because J = sum_k pi_k mu_k is a small sum, the exact
+gradient, the exact total variance of g for any constant b and the best constant b*
+are known; the page sets them beside a Monte Carlo run, draws the spread of one
+coordinate of g with and without b, and trains many seeds with the three baselines
+of section 6.7 on a worker thread, the curves filling in as it goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem, Range1d, Span
+from bokeh.transform import dodge
+
+from engines.bandit import (
+    BASELINES,
+    MEANS,
+    BanditTrainingSettings,
+    exact_gradient,
+    exact_total_variance,
+    expected_return,
+    monte_carlo,
+    one_sample_draws,
+    optimal_baseline,
+    training_snapshots,
+)
+from engines.policy_gradient import softmax
+from widgets.downloads import plot_with_downloads
+from widgets.equation_card import equation_card
+from widgets.metrics import MetricRow
+from widgets.run_controls import RunControls, seed_control
+from widgets.sliders import slider
+from widgets.streaming import StreamingRun
+from widgets.style import OKABE_ITO, plot
+from widgets.url_state import sync_url
+
+TITLE = "Bandit: REINFORCE and baselines"
+SUMMARY = "Four replies, noisy ratings: the REINFORCE estimate is right on average, a baseline takes away most of its noise."
+
+K = len(MEANS)
+"""Number of arms (replies), as in the seed."""
+SWEEP = (0.0, 3.0, 5.0, 6.0, 6.5, 7.0, 8.0, 10.0, 12.0)
+"""The constant baselines of the seed's sweep (section 6.7), measured by Monte Carlo."""
+B_AXIS = np.linspace(0.0, 12.0, 241)
+"""Baselines of the exact variance curve, 0 to 12 in steps of 0.05."""
+BINS = 80
+"""Histogram bins of the one-sample estimates."""
+RESTART_DELAY_MS = 300
+"""Quiet time after the last change of a training control before the run restarts."""
+COLOURS = {"exact": OKABE_ITO["grey"], "none": OKABE_ITO["orange"], "b": OKABE_ITO["blue"], "b_star": OKABE_ITO["green"]}
+TRAIN_COLOURS = dict(zip(BASELINES, (OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["green"])))
+TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
+CONTROLS = ("mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "b", "samples", "seed", "arm", "seeds", "steps", "lr", "train_seed")
+"""Every control, in the order of the query string."""
+ANALYTIC = {"mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "samples", "seed"}
+"""Controls that change the samples (and so every analytic panel)."""
+TRAINING = {"mu1", "mu2", "mu3", "mu4", "sd", "seeds", "steps", "lr", "train_seed"}
+"""Controls of the training run: changing one restarts it."""
+
+INTRO = (
+    "One prompt has four possible replies, the arms of a bandit. The policy is a softmax over four logits θ, "
+    "and reply k earns a noisy rating r with mean μ_k. One sampled reply gives the REINFORCE estimate of the "
+    "gradient of the expected return J = Σ π_k μ_k: the score vector onehot(a) − π times the rating minus a "
+    "baseline b. Here J is a small sum, so the exact gradient π_k(μ_k − J), the exact variance of the estimate "
+    "and the best constant baseline b* are known, and a Monte Carlo run with N samples checks them."
+)
+EQUATION = (
+    r"\begin{gathered}\nabla_\theta \log \pi_a = \mathrm{onehot}(a) - \pi, \qquad "
+    r"\hat g = (r - b)\,\big(\mathrm{onehot}(a) - \pi\big), \qquad "
+    r"\frac{\partial J}{\partial \theta_k} = \pi_k(\mu_k - J) \\ "
+    r"b^{*} = \frac{\mathbb{E}\big[r\,\lVert \nabla_\theta \log \pi_a \rVert^2\big]}{\mathbb{E}\big[\lVert \nabla_\theta \log \pi_a \rVert^2\big]}"
+    r"\end{gathered}"
+)
+NOTICE = (
+    "The Monte Carlo means with and without the baseline both sit on the exact gradient, whatever b is: a "
+    "baseline adds no bias. The total variance is a parabola in b with its bottom at b* (close to J); in "
+    "training, without a baseline some seeds lock onto a worse arm, with either baseline hardly any do."
+)
+PREDICT = (
+    "Subtracting b = 6.5 from every rating: will it change the average of the 200,000 estimates? "
+    "Will it change their spread? Answer both before you look at the panels."
+)
+
+
+def theta_of(prefer: int, logit: float) -> tuple[float, ...]:
+    """The logits: all 0 (uniform), or theta_k = logit for the preferred arm k (numbered from 1)."""
+    return tuple(logit if k == prefer else 0.0 for k in range(1, K + 1))
+
+
+def labelled(buttons: pn.widgets.RadioButtonGroup) -> pn.Column:
+    """A button group under its parameter's label (button groups draw no title of their own)."""
+    return pn.Column(pn.pane.Markdown(buttons.name, margin=(0, 10, -10, 10)), buttons, align="end")
+
+
+def _vector(x) -> str:
+    return "(" + ", ".join(f"{v:.3g}" for v in np.asarray(x, dtype=float)) + ")"
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else float("inf")
+
+
+# ---------------------------------------------------------------------------------------
+# Training: the three baselines side by side, as plot columns built on the worker thread
+
+
+@dataclass(frozen=True)
+class TrainingView:
+    """The training curves and the counts of a run after `step` of its steps."""
+
+    settings: BanditTrainingSettings
+    """What is being trained: arms, seeds, steps, learning rate, seed."""
+    step: int
+    """Steps taken so far by every baseline."""
+    curves: dict
+    """Columns of the curve plot: step and, per baseline, mean J and the 10th/90th percentiles."""
+    arms: dict
+    """Columns of the bar chart: arm and, per baseline, how many seeds have it most likely now."""
+    stats: dict
+    """Per baseline: mean J, p10, p90, shares with P(best) > 0.5 and < 0.1, seeds on a worse arm."""
+
+
+def training_views(settings: BanditTrainingSettings, every: int) -> Iterator[TrainingView]:
+    """Walk `training_snapshots` for the three baselines in step, yielding the whole run so far.
+
+    Each snapshot holds J for every step taken; only its new rows are summarised (mean and
+    percentile band over seeds), so a long run costs the same per step at its end as at its start.
+    """
+    runs = [training_snapshots(settings, baseline, every=every) for baseline in BASELINES]
+    T = settings.steps
+    columns = {"step": np.arange(T + 1)}
+    for baseline in BASELINES:
+        columns |= {f"{baseline}_mean": np.empty(T + 1), f"{baseline}_p10": np.empty(T + 1), f"{baseline}_p90": np.empty(T + 1)}
+    done = 0  # rows of J summarised so far
+    for snapshots in zip(*runs):
+        step = snapshots[0].step
+        arms = {"arm": [str(k) for k in range(1, len(settings.means) + 1)]}
+        stats = {}
+        for baseline, snap in zip(BASELINES, snapshots):
+            new = replace(snap, J=snap.J[done:])  # rows done .. step
+            rows = slice(done, step + 1)
+            columns[f"{baseline}_mean"][rows] = new.mean_J()
+            columns[f"{baseline}_p10"][rows], columns[f"{baseline}_p90"][rows] = new.band()
+            counts = snap.argmax_counts()
+            arms[baseline] = [counts.get(k, 0) for k in range(1, len(settings.means) + 1)]
+            p_best = snap.p_best()
+            stats[baseline] = {
+                "mean_J": float(columns[f"{baseline}_mean"][step]),
+                "p10": float(columns[f"{baseline}_p10"][step]),
+                "p90": float(columns[f"{baseline}_p90"][step]),
+                "above_half": float((p_best > 0.5).mean()),
+                "below_tenth": float((p_best < 0.1).mean()),
+                "worse": settings.seeds - counts.get(snap.best + 1, 0),
+                "counts": counts,
+            }
+        done = step + 1
+        yield TrainingView(
+            settings=settings,
+            step=step,
+            curves={name: col[:done].copy() for name, col in columns.items()},
+            arms=arms,
+            stats=stats,
+        )
+
+
+def training_table(view: TrainingView | None) -> str:
+    """The seed's training printout as a table: one row per baseline at the current step."""
+    if view is None:
+        return '<p class="fl-training">Training has not run yet: press Start.</p>'
+    rows = "".join(
+        f"<tr><td>{TRAIN_NAMES[b]}</td><td>{s['mean_J']:.3f}</td><td>{s['p10']:.3f} to {s['p90']:.3f}</td>"
+        f"<td>{100 * s['above_half']:.0f}%</td><td>{100 * s['below_tenth']:.0f}%</td>"
+        f"<td>{s['worse']} of {view.settings.seeds}</td><td>{s['counts']}</td></tr>"
+        for b, s in view.stats.items()
+    )
+    return (
+        f'<table class="fl-training"><caption>After step {view.step} of {view.settings.steps}, {view.settings.seeds} seeds</caption>'
+        "<thead><tr><th>baseline</th><th>mean J</th><th>10th to 90th percentile</th><th>P(best) &gt; 0.5</th>"
+        "<th>P(best) &lt; 0.1</th><th>seeds on a worse arm</th><th>most likely arm: seeds</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+EMPTY_CURVES = {"step": []} | {f"{b}_{c}": [] for b in BASELINES for c in ("mean", "p10", "p90")}
+EMPTY_ARMS = {"arm": [], **{b: [] for b in BASELINES}}
+"""The training plots' columns before a run has delivered its first steps."""
+
+TABLE_CSS = """
+.fl-training { border-collapse: collapse; margin: 0.3em 0.6em; font-variant-numeric: tabular-nums; }
+.fl-training caption { caption-side: top; text-align: left; opacity: 0.8; }
+.fl-training th, .fl-training td { padding: 0.2em 0.7em; border-bottom: 1px solid rgba(128, 128, 128, 0.4); text-align: left; }
+"""
+
+
+class BanditPage(pn.viewable.Viewer):
+    """Arm means, noise, policy, baseline and samples; gradient, variance, histogram and training panels."""
+
+    mu1 = param.Number(default=MEANS[0], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ1")
+    mu2 = param.Number(default=MEANS[1], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ2")
+    mu3 = param.Number(default=MEANS[2], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ3")
+    mu4 = param.Number(default=MEANS[3], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ4")
+    sd = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Rating noise sd")
+    prefer = param.Selector(
+        default=0,
+        objects={"uniform, θ = 0": 0, **{f"prefers arm {k}": k for k in range(1, K + 1)}},
+        label="Policy",
+    )
+    logit = param.Number(default=2.0, bounds=(0.0, 5.0), step=0.1, label="Logit θ_k of the preferred arm")
+    b = param.Number(default=6.5, bounds=(0.0, 12.0), step=0.1, label="Baseline b")
+    samples = param.Integer(default=200_000, bounds=(1_000, 200_000), step=1_000, label="Monte Carlo samples N")
+    seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (Monte Carlo)")
+    arm = param.Selector(default=4, objects=list(range(1, K + 1)), label="Histogram of coordinate k")
+    seeds = param.Integer(default=200, bounds=(10, 500), step=10, label="Training seeds")
+    steps = param.Integer(default=400, bounds=(10, 2000), step=10, label="Training steps")
+    lr = param.Number(default=0.05, bounds=(0.005, 0.5), step=0.005, label="Learning rate lr")
+    train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
+
+    def __init__(self, query: dict[str, str] | None = None, **params):
+        super().__init__(**params)
+        self.gradient = ColumnDataSource(name="gradient")
+        self.curve = ColumnDataSource(name="variance_curve")
+        self.points = ColumnDataSource(name="variance_points")
+        self.marks = ColumnDataSource(name="baseline_marks")
+        self.histogram = ColumnDataSource(name="histogram")
+        self.curves = ColumnDataSource(EMPTY_CURVES, name="training")
+        self.arms = ColumnDataSource(EMPTY_ARMS, name="final_arms")
+        self.gradient_figure = self._gradient_figure()
+        self.variance_figure = self._variance_figure()
+        self.histogram_figure = self._histogram_figure()
+        self.training_figure, self.arms_figure = self._training_figures()
+        self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
+        self.metrics = MetricRow(
+            {
+                "J": ("J = V", "{value:.3f}"),
+                "b_star": ("b*", "{value:.3f}"),
+                "exact_none": ("variance, b = 0", "{value:.3f}"),
+                "exact_b": ("variance at b", "{value:.3f}"),
+                "ratio": ("ratio", "{value:.1f}×"),
+                "mc_none": ("Monte Carlo, b = 0", "{value:.3f}"),
+                "mc_b": ("Monte Carlo at b", "{value:.3f}"),
+                "mc_ratio": ("Monte Carlo ratio", "{value:.1f}×"),
+            }
+        )
+        self.b_to_V = pn.widgets.Button(label="b = V", color="light", width=80, align="end")
+        self.b_to_V.on_click(lambda _event: self.set_b(expected_return(self.means, self.theta)))
+        self.b_to_star = pn.widgets.Button(label="b = b*", color="light", width=80, align="end")
+        self.b_to_star.on_click(lambda _event: self.set_b(optimal_baseline(self.means, self.theta)))
+        self.table = pn.pane.HTML(training_table(None), sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
+        self.view: TrainingView | None = None
+        self._pending_start = None  # the session's timeout callback of a delayed restart
+        self.run = StreamingRun(self._show_training, self._training_done)
+        self.run_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
+        self.param.watch(self._changed, list(CONTROLS))
+        self.notice = sync_url(self, list(CONTROLS), query)
+        self._update_estimates(sweep=True)
+        self._update_histogram()
+        self._frame_training()
+        pn.state.onload(self.start_training)
+
+    # -- figures, built once; every update replaces the data of their sources
+
+    def _gradient_figure(self):
+        fig = plot("arm (reply) k", "∂J/∂θ_k (reward units)", x_range=(0.5, K + 0.5), height=320)
+        fig.xaxis.ticker = list(range(1, K + 1))
+        fig.add_layout(Span(location=0, dimension="width", line_color=OKABE_ITO["grey"], line_width=1))
+        exact = fig.scatter("arm", "exact", source=self.gradient, marker="dash", size=36, line_width=3, color=COLOURS["exact"])
+        items = [LegendItem(label="exact gradient", renderers=[exact])]
+        for key, label in (("none", "Monte Carlo mean, no baseline"), ("b", "Monte Carlo mean, baseline b")):
+            fig.segment(f"x_{key}", f"low_{key}", f"x_{key}", f"high_{key}", source=self.gradient, color=COLOURS[key], line_width=2)
+            dots = fig.scatter(f"x_{key}", f"mean_{key}", source=self.gradient, size=9, color=COLOURS[key])
+            items.append(LegendItem(label=label, renderers=[dots]))
+        fig.add_layout(Legend(items=items, orientation="vertical"), "below")
+        return fig
+
+    def _variance_figure(self):
+        fig = plot("constant baseline b (reward units)", "variance of ĝ (reward²)", x_range=(0, 12), height=320)
+        line = fig.line("b", "exact", source=self.curve, color=COLOURS["exact"], line_width=2)
+        fig.segment("b", "low", "b", "high", source=self.points, color=COLOURS["none"], line_width=2)
+        dots = fig.scatter("b", "mc", source=self.points, size=8, color=COLOURS["none"])
+        marks = fig.scatter("b", "variance", source=self.marks, marker="diamond", size=15, color="colour")
+        self.b_rule = Span(location=self.b, dimension="height", line_color=COLOURS["b"], line_dash=[4, 3], line_width=1.5)
+        self.b_star_rule = Span(location=0, dimension="height", line_color=COLOURS["b_star"], line_dash=[2, 2], line_width=1.5)
+        fig.add_layout(self.b_rule)
+        fig.add_layout(self.b_star_rule)
+        items = [
+            LegendItem(label="exact", renderers=[line]),
+            LegendItem(label="Monte Carlo ± 2 SE (the seed's sweep)", renderers=[dots]),
+            LegendItem(label="b* (green) and the current b (blue)", renderers=[marks]),
+        ]
+        fig.add_layout(Legend(items=items, orientation="vertical"), "below")
+        return fig
+
+    def _histogram_figure(self):
+        fig = plot("one-sample estimate ĝ_k (reward units)", "samples per bin", height=300)
+        none = fig.quad(left="left", right="right", bottom=0, top="none", source=self.histogram, color=COLOURS["none"], alpha=0.55, line_width=0)
+        base = fig.quad(left="left", right="right", bottom=0, top="baseline", source=self.histogram, color=COLOURS["b"], alpha=0.55, line_width=0)
+        self.exact_rule = Span(location=0, dimension="height", line_color=COLOURS["exact"], line_width=2)
+        fig.add_layout(self.exact_rule)
+        items = [
+            LegendItem(label="r · score_k (no baseline)", renderers=[none]),
+            LegendItem(label="(r − b) · score_k (same samples)", renderers=[base]),
+        ]
+        fig.add_layout(Legend(items=items, orientation="horizontal"), "below")
+        return fig
+
+    def _training_figures(self):
+        fig = plot("REINFORCE step", "J (reward units)", x_range=(0, self.steps), y_range=(5, 8), height=340)
+        items = []
+        for baseline in BASELINES:
+            colour = TRAIN_COLOURS[baseline]
+            band = fig.varea("step", f"{baseline}_p10", f"{baseline}_p90", source=self.curves, fill_color=colour, fill_alpha=0.2)
+            line = fig.line("step", f"{baseline}_mean", source=self.curves, color=colour, line_width=2)
+            items.append(LegendItem(label=f"{TRAIN_NAMES[baseline]}: mean, 10th to 90th percentile", renderers=[line, band]))
+        fig.add_layout(Legend(items=items, orientation="vertical"), "below")
+        arms = [str(k) for k in range(1, K + 1)]
+        bars = plot("most likely arm at the current step", "seeds", x_range=FactorRange(*arms), height=340)
+        bars.y_range = Range1d(0, self.seeds)
+        bar_items = []
+        for offset, baseline in zip((-0.27, 0.0, 0.27), BASELINES):
+            glyph = bars.vbar(x=dodge("arm", offset, range=bars.x_range), top=baseline, width=0.25, source=self.arms, color=TRAIN_COLOURS[baseline])
+            bar_items.append(LegendItem(label=TRAIN_NAMES[baseline], renderers=[glyph]))
+        bars.add_layout(Legend(items=bar_items, orientation="vertical"), "below")
+        return fig, bars
+
+    # -- updates
+
+    @property
+    def means(self) -> tuple[float, ...]:
+        return (self.mu1, self.mu2, self.mu3, self.mu4)
+
+    @property
+    def theta(self) -> tuple[float, ...]:
+        return theta_of(self.prefer, self.logit)
+
+    def _changed(self, *events):
+        # One batch per slider step: the plots' data first, the text after it.
+        names = {e.name for e in events}
+        with pn.io.hold():
+            if names & (ANALYTIC | {"b"}):
+                self._update_estimates(sweep=bool(names & ANALYTIC))
+            if names & (ANALYTIC | {"b", "arm"}):
+                self._update_histogram()
+            if names & TRAINING:
+                self._frame_training()
+                self.restart_training_soon()
+
+    def _update_estimates(self, sweep: bool):
+        """The Monte Carlo run at b = 0 and the current b, and with `sweep` also at the seed's
+        sweep of b (one run, the same samples), the exact variance curve and the draws."""
+        mu, theta, sd = self.means, self.theta, self.sd
+        mc = monte_carlo(mu, sd, theta, (0.0, self.b, *(SWEEP if sweep else ())), self.samples, self.seed)
+        self.mc = mc
+        if sweep:
+            variance, se = mc.total_variance[2:], mc.total_variance_se[2:]
+            self.points.data = {
+                "b": mc.b[2:],
+                "mc": variance,
+                "low": variance - 2 * se,
+                "high": variance + 2 * se,
+                "se": se,
+                "exact": exact_total_variance(mu, sd, theta, mc.b[2:]),
+            }
+            self.curve.data = {"b": B_AXIS, "exact": exact_total_variance(mu, sd, theta, B_AXIS)}
+            self.draws = one_sample_draws(mu, sd, theta, self.samples, self.seed)
+        grad = exact_gradient(mu, theta)
+        arm = np.arange(1, K + 1)
+        data = {"arm": arm, "exact": grad}
+        for j, (key, shift) in enumerate((("none", -0.15), ("b", 0.15))):
+            mean, se = mc.mean_estimate[j], mc.mean_estimate_se[j]
+            data |= {f"x_{key}": arm + shift, f"mean_{key}": mean, f"se_{key}": se, f"low_{key}": mean - 2 * se, f"high_{key}": mean + 2 * se}
+        self.gradient.data = data
+        J = float(expected_return(mu, theta))
+        b_star = float(optimal_baseline(mu, theta))
+        exact_none, exact_b, exact_star = exact_total_variance(mu, sd, theta, np.array([0.0, self.b, b_star]))
+        self.marks.data = {"b": [b_star, self.b], "variance": [exact_star, exact_b], "colour": [COLOURS["b_star"], COLOURS["b"]]}
+        self.b_rule.location = self.b
+        self.b_star_rule.location = b_star
+        numbers = {
+            "J": J,
+            "b_star": b_star,
+            "exact_none": exact_none,
+            "exact_b": exact_b,
+            "mc_none": mc.total_variance[0],
+            "mc_b": mc.total_variance[1],
+            "ratio": _ratio(exact_none, exact_b),
+            "mc_ratio": _ratio(mc.total_variance[0], mc.total_variance[1]),
+        }
+        self.metrics.update(**numbers)
+        self.summary.object = f'<p class="fl-summary">{summary_text(self.means, self.sd, self.theta, self.b, self.samples, self.seed, mc)}</p>'
+
+    def _update_histogram(self):
+        r, s = self.draws
+        k = self.arm - 1
+        none, baseline = r * s[:, k], (r - self.b) * s[:, k]  # ĝ_k with b = 0 and with b, same samples
+        span = (min(none.min(), baseline.min()), max(none.max(), baseline.max()))  # shared bins (equal widths: numpy's fast path)
+        counts_none, edges = np.histogram(none, bins=BINS, range=span)
+        self.histogram.data = {
+            "left": edges[:-1],
+            "right": edges[1:],
+            "none": counts_none,
+            "baseline": np.histogram(baseline, bins=BINS, range=span)[0],
+        }
+        self.exact_rule.location = float(exact_gradient(self.means, self.theta)[k])
+
+    # -- training, streamed from a worker thread
+
+    def training_settings(self) -> BanditTrainingSettings:
+        return BanditTrainingSettings(
+            means=self.means, sd=self.sd, seeds=self.seeds, steps=self.steps, lr=self.lr, seed=self.train_seed, report_steps=(self.steps,)
+        )
+
+    def _frame_training(self):
+        """Axes that hold the whole run, so the curves fill in without the plot jumping."""
+        self.training_figure.x_range.end = self.steps
+        self.training_figure.y_range.start = min(self.means) - 0.1
+        self.training_figure.y_range.end = max(self.means) + 0.1
+        self.arms_figure.y_range.end = self.seeds
+
+    def restart_training_soon(self) -> None:
+        """Stop the run under way and clear its curves now; start afresh once the controls have
+        been still for RESTART_DELAY_MS, so a drag's updates do not share the CPU with runs
+        that the next step of the drag would cancel anyway."""
+        self.run.stop()
+        self._clear_training()
+        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+        if doc is None:  # no browser session (tests): nothing to wait for
+            self.start_training()
+            return
+        if self._pending_start is not None:
+            doc.remove_timeout_callback(self._pending_start)
+        self._pending_start = doc.add_timeout_callback(self._start_pending, RESTART_DELAY_MS)
+
+    def _start_pending(self) -> None:
+        self._pending_start = None
+        self.start_training()
+
+    def _clear_training(self) -> None:
+        self.curves.data = dict(EMPTY_CURVES)
+        self.arms.data = dict(EMPTY_ARMS)
+        self.run_controls.param.update(running=False, progress=0.0)
+
+    def start_training(self) -> None:
+        """Start a fresh run of the three baselines, replacing any run under way."""
+        settings = self.training_settings()
+        self._clear_training()
+        self.run_controls.running = True
+        every = max(1, settings.steps // 200)
+        self.run.start(lambda: training_views(settings, every))
+
+    def stop_training(self) -> None:
+        self.run.stop()
+        self.run_controls.running = False
+
+    def _show_training(self, view: TrainingView) -> None:
+        if view.settings != self.training_settings():
+            return  # delivered by a run stopped since; its settings are no longer the controls'
+        with pn.io.hold():
+            self.view = view
+            self.curves.data = view.curves
+            self.arms.data = view.arms
+            self.table.object = training_table(view)
+            self.run_controls.progress = view.step / view.settings.steps
+
+    def _training_done(self, finished: bool) -> None:
+        self.run_controls.running = False
+        if finished:
+            self.run_controls.progress = 1.0
+
+    def close(self) -> None:
+        """The tab closed: stop the training run."""
+        self.run.stop()
+
+    def set_b(self, value: float) -> None:
+        """Move the baseline slider to `value` (V or b*), rounded to the slider's hundredths."""
+        self.b = round(float(value), 2)
+
+    def __panel__(self):
+        bandit = pn.Column(
+            pn.pane.Markdown("#### The bandit and the policy", margin=(0, 10)),
+            pn.Row(*(slider(self.param[f"mu{k}"], width=200) for k in range(1, K + 1))),
+            pn.Row(
+                slider(self.param.sd, width=200),
+                labelled(pn.widgets.RadioButtonGroup.from_param(self.param.prefer)),
+                slider(self.param.logit, width=220, visible=self.param.prefer.rx() != 0),
+            ),
+        )
+        estimate = pn.Column(
+            pn.pane.Markdown("#### The estimate", margin=(0, 10)),
+            pn.Row(slider(self.param.b, width=260), self.b_to_V, self.b_to_star, slider(self.param.samples, width=260, format="0,0")),
+            pn.Row(seed_control(self.param.seed), labelled(pn.widgets.RadioButtonGroup.from_param(self.param.arm))),
+        )
+        training = pn.Column(
+            pn.pane.Markdown(
+                "### Training with and without a baseline\n"
+                "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
+                "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run.",
+                sizing_mode="stretch_width",
+                margin=(0, 10),
+            ),
+            pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
+            self.run_controls,
+            pn.Row(
+                plot_with_downloads(self.training_figure, {"training": self.curves}, "Mean J over seeds, 10th to 90th percentile"),
+                plot_with_downloads(self.arms_figure, {"final_arms": self.arms}, "Which arm each seed prefers"),
+                sizing_mode="stretch_width",
+            ),
+            self.table,
+            sizing_mode="stretch_width",
+        )
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            bandit,
+            estimate,
+            self.summary,
+            self.metrics,
+            pn.Row(
+                plot_with_downloads(self.gradient_figure, {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
+                plot_with_downloads(self.variance_figure, {"variance_curve": self.curve, "variance_points": self.points}, "Total variance against the baseline b"),
+                sizing_mode="stretch_width",
+            ),
+            plot_with_downloads(self.histogram_figure, {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
+            training,
+            sizing_mode="stretch_width",
+        )
+
+
+def summary_text(means, sd: float, theta, b: float, samples: int, seed: int, mc) -> str:
+    """The sentence under the controls, as the seed's Monte Carlo check reports it."""
+    pi = softmax(np.asarray(theta, dtype=float))
+    J = float(expected_return(means, theta))
+    v0, vb = mc.total_variance[:2]  # b = 0 and the current b come first
+    return (
+        f"At θ = {_vector(theta)} the policy is π = {_vector(pi)} and J = {J:.3f}. With {samples:,} samples "
+        f"(seed {seed}) the total variance of one estimate is <strong>{v0:.3f}</strong> without a baseline and "
+        f"<strong>{vb:.3f}</strong> with b = {b:g}, ratio {_ratio(v0, vb):.1f}×; the measured b* is {mc.b_star:.3f}."
+    )
+
+
+def page(query: dict[str, str] | None = None) -> BanditPage:
+    """A fresh page for one browser session (its controls read from the link's query)."""
+    return BanditPage(query=query)
