@@ -16,6 +16,12 @@ differentiated are the same distribution over the vocabulary without end-of-text
 `LMRun(settings).steps()` is a generator: one `StepResult` per training step and one
 `EvalResult` (held-out prompts, the seed's `[eval]` line) at the start, every `eval_every`
 steps and at the end; stop iterating to stop the run.
+
+Prompts are the bundled movie-review openings cut to `prompt_tokens` tokens, or seed 001's
+lab prompts whole (`prompt_set="feelings"`, the prompts a learned reward model was trained
+on; they differ in length, so sampling and scoring go through one prompt length at a time).
+When the reward also has `gold(prompts, replies)` (a learned reward model), every result
+carries the mean gold score g of the same replies, the truth beside the proxy.
 """
 
 from __future__ import annotations
@@ -39,18 +45,26 @@ from engines.lm_models import (
 )
 from engines.lm_rewards import load_reward
 from engines.policy_gradient import loo_baseline, returns_to_go
+from engines.preferences import load_prompts
 from engines.review_corpus import bundled_prompts
 from engines.settings import finite, require
 
 SEED_LR = 2e-5
 """The seed's learning rate for GPT-2 small (124M parameters)."""
-MODEL_LR = {EMBEDDED: 1e-4}
+MODEL_LR = {EMBEDDED: 7e-5}
 """Learning rates that differ from the seed's, by model. The embedded model has 0.9M parameters,
-not GPT-2's 124M; at 1e-4 its beta = 0 run follows the seed's GPT-2 run (English at step 50,
-repeating by step 100, one word on a loop by step 150), while at 3e-4 it had collapsed by step 50.
-See assets/models/embedded/README.md for the measured runs."""
+not GPT-2's 124M; at 7e-5 its beta = 0 run follows the seed's GPT-2 run (English at step 50,
+repeating by step 100, one word on a loop by step 150) and its beta = 0.05 run keeps more than
+half its word diversity; at 3e-4 the beta = 0 run had collapsed by step 50, and at 1e-4 the
+beta = 0.05 run kept only 0.49 of it. See assets/models/embedded/README.md for the measured runs."""
 BANNED_LOGIT = -1e9
 """Logit given to end-of-text: exp underflows to exactly 0 in float32, and 0 * logit stays finite."""
+PROMPT_SETS = ("reviews", "feelings")
+"""'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.preferences)."""
+FEELING_HELDOUT = 64
+"""Lab prompts held out for evaluation (the rest are trained on), as many as the most eval_prompts allows."""
+FEELING_SPLIT_SEED = 0
+"""Seed of the one fixed permutation that splits the lab prompts, so every run holds out the same ones."""
 
 
 def default_lr(model: str) -> float:
@@ -69,7 +83,7 @@ class LMSettings:
     beta: float = 0.05
     """KL penalty per nat of log-ratio to the reference; >= 0 (0 = no penalty)."""
     lr: float | None = None
-    """Adam learning rate; > 0; unset = the model's default (2e-5 as in the seed, 1e-4 for 'embedded')."""
+    """Adam learning rate; > 0; unset = the model's default (2e-5 as in the seed, 7e-5 for 'embedded')."""
     steps: int = 300
     """Training steps; at least 1."""
     prompts: int = 16
@@ -79,7 +93,9 @@ class LMSettings:
     T: int = 24
     """Tokens per reply; at least 1."""
     prompt_tokens: int = 8
-    """Prompts are cut to this many tokens; at least 1."""
+    """Review prompts are cut to this many tokens (feeling prompts are used whole); at least 1."""
+    prompt_set: str = "reviews"
+    """'reviews' (movie-review openings, cut to prompt_tokens) or 'feelings' (seed 001's lab prompts, whole)."""
     clip: float = 1.0
     """Gradient clipping: largest gradient norm; > 0."""
     seed: int = 0
@@ -108,6 +124,7 @@ class LMSettings:
         require(whole(self.replies, 2), f"replies must be at least 2 (the leave-one-out baseline needs two), got {self.replies}.")
         require(whole(self.T, 1), f"T must be a whole number of tokens >= 1, got {self.T}.")
         require(whole(self.prompt_tokens, 1), f"prompt_tokens must be a whole number >= 1, got {self.prompt_tokens}.")
+        require(self.prompt_set in PROMPT_SETS, f"prompt_set must be one of {', '.join(PROMPT_SETS)}, got {self.prompt_set!r}.")
         require(finite(self.clip) and self.clip > 0, f"clip must be a positive gradient norm, got {self.clip}.")
         require(whole(self.seed, 0), f"seed must be a whole number >= 0, got {self.seed}.")
         require(self.device in DEVICES or self.device.startswith("cuda:"), f"device must be one of {', '.join(DEVICES)}, got {self.device!r}.")
@@ -218,7 +235,7 @@ class Sample:
     """One reply, token by token, with where it drifts from the reference."""
 
     prompt: str
-    """The prompt text (its first prompt_tokens tokens)."""
+    """The prompt text (a review prompt's first prompt_tokens tokens)."""
     tokens: tuple[str, ...]
     """The T reply tokens, each decoded on its own."""
     log_ratio: tuple[float, ...]
@@ -249,6 +266,8 @@ class StepResult:
     """Wall-clock seconds of this step."""
     samples: tuple[Sample, ...]
     """The newest replies, one from each of the first keep_samples prompts."""
+    gold: float | None = None
+    """Mean gold score g of the batch's replies when the reward has one (a learned reward model), else None."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +306,8 @@ class EvalResult:
     """(N, T) log pi_ref of each reply token."""
     R: np.ndarray
     """(N,) reward of each reply."""
+    gold: float | None = None
+    """Mean gold score g of the replies when the reward has one (a learned reward model), else None."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +349,46 @@ def prompt_ids(tokenizer, texts: list[str], P: int) -> tuple[torch.Tensor, list[
     return torch.tensor(ids, dtype=torch.long).view(len(ids), P), tokenizer.batch_decode(ids)
 
 
+def feeling_prompts(split: str) -> list[str]:
+    """Seed 001's lab prompts, split once: FEELING_HELDOUT of them ('heldout') by a fixed permutation, the rest 'train'."""
+    require(split in ("train", "heldout"), f"the prompt split must be 'train' or 'heldout', got {split!r}.")
+    prompts = load_prompts()
+    held = np.zeros(len(prompts), dtype=bool)
+    held[np.random.default_rng(FEELING_SPLIT_SEED).permutation(len(prompts))[:FEELING_HELDOUT]] = True
+    return [p for p, h in zip(prompts, held) if h == (split == "heldout")]
+
+
+def whole_prompt_ids(tokenizer, texts: list[str], pad: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """Prompts uncut: (M, P_max) ids right-padded with `pad`, (M,) their lengths, and their texts."""
+    ids = tokenizer(texts)["input_ids"]
+    lengths = torch.tensor([len(e) for e in ids], dtype=torch.long)
+    table = torch.full((len(ids), int(lengths.max())), pad, dtype=torch.long)
+    for i, e in enumerate(ids):
+        table[i, : len(e)] = torch.tensor(e, dtype=torch.long)
+    return table, lengths, tokenizer.batch_decode(ids)
+
+
+def per_length(fn, lengths: torch.Tensor, x: torch.Tensor, *rows_of: torch.Tensor) -> torch.Tensor:
+    """fn(x[rows, :L], *(t[rows] for t in rows_of)) for each prompt length L, results back in row order.
+
+    `x` is (N, P_max) right-padded prompt ids with (N,) `lengths`; the models take prompts
+    of one length (no padding, no attention mask), so rows go through one length at a time.
+    With a single length this is the plain call fn(x, *rows_of).
+    """
+    values = torch.unique(lengths)
+    if len(values) == 1:
+        return fn(x[:, : int(values[0])], *rows_of)
+    groups = [torch.nonzero(lengths == L)[:, 0] for L in values]
+    outs = [fn(x[rows, : int(L)], *(t[rows] for t in rows_of)) for L, rows in zip(values, groups)]
+    return torch.cat(outs)[torch.argsort(torch.cat(groups))]
+
+
+def mean_gold(reward, prompts: list[str], replies: list[str]) -> float | None:
+    """Mean gold score g of the replies when `reward` has `gold(prompts, replies)`, else None."""
+    gold = getattr(reward, "gold", None)
+    return None if gold is None else float(np.mean(gold(prompts, replies)))
+
+
 class LMRun:
     """A live run: loads the models and the reward, then `steps()` trains and yields results.
 
@@ -345,13 +406,26 @@ class LMRun:
         self.reward = reward if reward is not None else load_reward(s.reward, self.device)
         self.eos = tokenizer.eos_token_id
         positions = getattr(policy.config, "n_positions", None) or getattr(policy.config, "max_position_embeddings", None)
-        require(positions is None or s.prompt_tokens + s.T <= positions,
-                f"prompt_tokens + T = {s.prompt_tokens + s.T} exceeds the model's {positions} positions.")
-        self.train_ids, self.train_texts = prompt_ids(tokenizer, bundled_prompts("train"), s.prompt_tokens)
-        eval_ids, eval_texts = prompt_ids(tokenizer, bundled_prompts("heldout"), s.prompt_tokens)
-        require(len(self.train_texts) >= s.prompts, f"only {len(self.train_texts)} training prompts have {s.prompt_tokens} tokens; ask for fewer prompts.")
-        require(len(eval_texts) >= s.eval_prompts, f"only {len(eval_texts)} held-out prompts have {s.prompt_tokens} tokens; ask for fewer eval_prompts.")
+        if s.prompt_set == "reviews":
+            require(positions is None or s.prompt_tokens + s.T <= positions,
+                    f"prompt_tokens + T = {s.prompt_tokens + s.T} exceeds the model's {positions} positions.")
+            self.train_ids, self.train_texts = prompt_ids(tokenizer, bundled_prompts("train"), s.prompt_tokens)
+            eval_ids, eval_texts = prompt_ids(tokenizer, bundled_prompts("heldout"), s.prompt_tokens)
+            require(len(self.train_texts) >= s.prompts, f"only {len(self.train_texts)} training prompts have {s.prompt_tokens} tokens; ask for fewer prompts.")
+            require(len(eval_texts) >= s.eval_prompts, f"only {len(eval_texts)} held-out prompts have {s.prompt_tokens} tokens; ask for fewer eval_prompts.")
+            self.train_lengths = torch.full((len(self.train_ids),), s.prompt_tokens, dtype=torch.long)
+            eval_lengths = torch.full((len(eval_ids),), s.prompt_tokens, dtype=torch.long)
+        else:
+            pad = self.eos if self.eos is not None else 0  # never read: each prompt is cut to its own length
+            self.train_ids, self.train_lengths, self.train_texts = whole_prompt_ids(tokenizer, feeling_prompts("train"), pad)
+            eval_ids, eval_lengths, eval_texts = whole_prompt_ids(tokenizer, feeling_prompts("heldout"), pad)
+            longest = max(self.train_ids.shape[1], eval_ids.shape[1])
+            require(positions is None or longest + s.T <= positions,
+                    f"the longest prompt ({longest} tokens) + T = {longest + s.T} exceeds the model's {positions} positions.")
+            require(len(self.train_texts) >= s.prompts, f"there are only {len(self.train_texts)} training prompts; ask for fewer prompts.")
+            require(len(eval_texts) >= s.eval_prompts, f"there are only {len(eval_texts)} held-out prompts; ask for fewer eval_prompts.")
         self.eval_ids, self.eval_texts = eval_ids[: s.eval_prompts], eval_texts[: s.eval_prompts]
+        self.eval_lengths = eval_lengths[: s.eval_prompts]
         self.opt = torch.optim.Adam(self.policy.parameters(), lr=s.learning_rate)
         self.parameters = sum(p.numel() for p in self.policy.parameters())
 
@@ -367,12 +441,14 @@ class LMRun:
         started = time.perf_counter()
         batch = rng.choice(len(self.train_texts), s.prompts, replace=False)
         x = self.train_ids[batch].repeat_interleave(K, 0).to(dev)  # (N, P): each prompt K times
-        y = sample_replies(self.policy, x, s.T, self.eos, generator)  # (N, T), no gradient
-        seq = torch.cat([x, y], 1)  # (N, P+T), an ordinary tensor again
-        lg = reply_logits(self.policy, seq, s.T, self.eos)  # (N, T, V) WITH gradient
-        logp = token_logp(lg, seq[:, -s.T :])  # log pi_theta(y_t | s_t)
+        lengths = self.train_lengths[batch].repeat_interleave(K, 0).to(dev)  # (N,) all P for review prompts
+        y = per_length(lambda xp: sample_replies(self.policy, xp, s.T, self.eos, generator), lengths, x)  # (N, T), no gradient
+        y = y.clone()  # an ordinary tensor again: backward keeps it as gather's index, which an inference tensor cannot be
+        lg = per_length(lambda xp, yp: reply_logits(self.policy, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, y)  # (N, T, V) WITH gradient
+        logp = token_logp(lg, y)  # log pi_theta(y_t | s_t)
         with torch.inference_mode():
-            ref_logp = token_logp(reply_logits(self.ref, seq, s.T, self.eos), seq[:, -s.T :])
+            ref_lg = per_length(lambda xp, yp: reply_logits(self.ref, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, y)
+            ref_logp = token_logp(ref_lg, y)
         prompts = [self.train_texts[i] for i in batch for _ in range(K)]
         replies = self.tokenizer.batch_decode(y.tolist())
         R, p_pos = self.reward.score(prompts, replies)  # (N,) log-odds, P(positive)
@@ -395,7 +471,7 @@ class LMRun:
         return StepResult(
             step=step, reward=float(np.mean(R)), p_positive=float(np.mean(p_pos)), kl=float(kl_rows.sum(1).mean()),
             entropy=float(entropy), grad_norm=float(grad_norm), loss=loss.item(), step_time=time.perf_counter() - started,
-            samples=samples,
+            samples=samples, gold=mean_gold(self.reward, prompts, replies),
         )
 
     @torch.inference_mode()
@@ -409,12 +485,13 @@ class LMRun:
         s = self.settings
         generator = torch.Generator(self.device).manual_seed(s.seed + 1)
         x_all = self.eval_ids.repeat_interleave(s.eval_replies, 0).to(self.device)  # (M K, P)
+        len_all = self.eval_lengths.repeat_interleave(s.eval_replies, 0).to(self.device)  # (M K,)
         chunk = s.prompts * s.replies
         y, logp, ref_logp, kl, ent = [], [], [], [], []
-        for x in x_all.split(chunk):
-            yc = sample_replies(self.policy, x, s.T, self.eos, generator)
-            seq = torch.cat([x, yc], 1)
-            lg, ref_lg = reply_logits(self.policy, seq, s.T, self.eos), reply_logits(self.ref, seq, s.T, self.eos)
+        for x, lengths in zip(x_all.split(chunk), len_all.split(chunk)):
+            yc = per_length(lambda xp: sample_replies(self.policy, xp, s.T, self.eos, generator), lengths, x)
+            lg = per_length(lambda xp, yp: reply_logits(self.policy, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, yc)
+            ref_lg = per_length(lambda xp, yp: reply_logits(self.ref, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, yc)
             y.append(yc)
             logp.append(token_logp(lg, yc))
             ref_logp.append(token_logp(ref_lg, yc))
@@ -431,7 +508,7 @@ class LMRun:
             entropy=float(torch.cat(ent).mean()), ref_perplexity=float(np.exp(-ref_logp.mean())),
             distinct_1=distinct_n(replies, 1), distinct_2=distinct_n(replies, 2), beta=s.beta,
             prompts=tuple(prompts), replies=tuple(replies), tokens=tuple(self.decode_tokens(y)),
-            logp=logp, ref_logp=ref_logp, R=np.asarray(R, dtype=float),
+            logp=logp, ref_logp=ref_logp, R=np.asarray(R, dtype=float), gold=mean_gold(self.reward, prompts, replies),
         )
 
     def steps(self):
