@@ -77,7 +77,7 @@ def add_train_reward_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_options(parser, RewardModelSettings)
 
 
-def _probe_rows(trained) -> list[dict]:
+def probe_rows(trained) -> list[dict]:
     """The probe table, when the language model's tokenizer is on this machine; else an empty list."""
     from engines.lm_models import ModelNotAvailable, from_pretrained
 
@@ -129,7 +129,7 @@ def run_train_reward(args: argparse.Namespace) -> int:
         "gold_order_accuracy": e.gold_order_accuracy, "spearman": e.spearman,
         "heldout_se": e.heldout_se, "heldout_pairs": e.pairs, "tau_label": pairs.tau_label,
         "mu": trained.normalizer.mu, "sigma": trained.normalizer.sigma,
-        "probe": _probe_rows(trained), "out": str(args.out),
+        "probe": probe_rows(trained), "out": str(args.out),
     }
     print(json.dumps(result) if args.json else render_reward(result))
     return 0

@@ -2,40 +2,55 @@
 
     config.json     the settings, the learning rate and device in force, the model's size
     metrics.jsonl   one line per training step: step, reward, p_positive, kl, entropy, grad_norm, loss, step_time
+                    (and gold, the mean gold score g, when the reward is a learned reward model)
     samples.jsonl   one line per training step: step and the newest replies with per-token log-ratios
     eval.jsonl      one line per held-out evaluation: step, reward, p_positive, kl_exact, kl, entropy,
                     ref_perplexity, distinct_1, distinct_2, a few replies and the worked example of reply 0
+                    (and gold, as in metrics.jsonl)
 
 Every line is flushed as soon as it is written, so a crash or a killed server loses at most
 the step in flight; readers skip a last line cut short by such a stop.
+
+Run folders go under runs/ (relative to the working folder), or under the folder named by the
+environment variable FEEDBACK_LAB_RUNS (tests point it at a temporary folder).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from engines.lm_reinforce import EvalResult, LMSettings, StepResult, worked_example
+from engines.reward_model import REWARD_PREFIX
 
-RUNS_DIR = Path("runs")
+RUNS_DIR = Path(os.environ.get("FEEDBACK_LAB_RUNS") or "runs")
+"""Where new run folders go: $FEEDBACK_LAB_RUNS if set, else runs/."""
 FILES = ("metrics.jsonl", "samples.jsonl", "eval.jsonl")
 EVAL_SAMPLES = 8
 """Held-out replies written to each eval.jsonl line."""
+REWARD_MODELS = "reward-models"
+"""Subfolder of the runs folder where the reward-models page saves reward models (`reward-model:PATH` rewards)."""
 
 
 def new_run_id(settings: LMSettings) -> str:
     """A sortable, readable folder name: time, model, reward, beta."""
     model = Path(settings.model).name or settings.model
     reward = settings.reward.replace("/", "-")
+    if settings.reward.startswith(REWARD_PREFIX):
+        reward = "rm-" + Path(settings.reward[len(REWARD_PREFIX):]).stem  # the model file's name, not its whole path
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{reward}-beta{settings.beta:g}"
 
 
 def step_record(result: StepResult) -> dict:
     """The metrics.jsonl line of a step."""
-    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "samples"}
+    record = {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "samples"}
+    if record["gold"] is None:
+        del record["gold"]  # only a learned reward model has a gold score beside it
+    return record
 
 
 def samples_record(result: StepResult) -> dict:
@@ -47,7 +62,8 @@ def eval_record(result: EvalResult) -> dict:
     """The eval.jsonl line of an evaluation: the `[eval]` numbers, a few replies, the worked example."""
     ex = worked_example(result, 0)
     keys = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2")
-    return {k: getattr(result, k) for k in keys} | {
+    gold = {} if result.gold is None else {"gold": result.gold}
+    return {k: getattr(result, k) for k in keys} | gold | {
         "samples": [{"prompt": p, "reply": y} for p, y in zip(result.prompts[:EVAL_SAMPLES], result.replies[:EVAL_SAMPLES])],
         "worked_example": {
             "prompt": ex.prompt, "R": ex.R, "beta": ex.beta, "tokens": list(ex.tokens),
@@ -134,3 +150,9 @@ def list_runs(root: Path | str = RUNS_DIR) -> list[Run]:
     if not root.is_dir():
         return []
     return [read_run(f) for f in sorted(root.iterdir()) if (f / "config.json").is_file()]
+
+
+def learned_rewards(root: Path | str | None = None) -> list[str]:
+    """'reward-model:PATH' for every reward model saved under ROOT/reward-models (ROOT: the runs folder), by name."""
+    folder = Path(RUNS_DIR if root is None else root) / REWARD_MODELS
+    return [f"{REWARD_PREFIX}{path}" for path in sorted(folder.glob("*.pt"))] if folder.is_dir() else []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engines.lm_models import ModelNotAvailable
 from engines.lm_reinforce import EvalResult, LMRun, LMSettings, WorkedExample, worked_example
+from engines.reward_model import REWARD_PREFIX
 
 from app.options import add_settings_options, settings_from_args
 from app.runs import RUNS_DIR, RunWriter, new_run_id
@@ -31,9 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def format_eval(result: EvalResult, settings: LMSettings) -> str:
     """The seed's `[eval start]` / `[eval end]` line (`[eval step N]` in between)."""
     when = "start" if result.step == 0 else "end" if result.step == settings.steps else f"step {result.step}"
+    gold = "" if result.gold is None else f"  gold {result.gold:+.2f}"
     return (
         f"[eval {when}] {settings.eval_prompts} held-out prompts x {settings.eval_replies}: "
-        f"reward {result.reward:+.2f}  P(positive) {result.p_positive:.3f}  KL {result.kl_exact:.2f} nats/reply  "
+        f"reward {result.reward:+.2f}{gold}  P(positive) {result.p_positive:.3f}  KL {result.kl_exact:.2f} nats/reply  "
         f"entropy {result.entropy:.2f}  ref-perplexity {result.ref_perplexity:.1f}  "
         f"distinct-1 {result.distinct_1:.3f}  distinct-2 {result.distinct_2:.3f}"
     )
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
         "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
     }
-    reward_label = "VADER" if settings.reward == "vader" else "classifier"
+    reward_label = "VADER" if settings.reward == "vader" else "reward-model" if settings.reward.startswith(REWARD_PREFIX) else "classifier"
     bar = tqdm(total=settings.steps, file=sys.stderr, disable=args.quiet, desc="train-lm", unit="step")
     last = None
     with RunWriter(folder, config) as writer:
@@ -78,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 bar.write(format_eval(result, settings), file=sys.stdout)
             else:
                 bar.update(1)
-                bar.set_postfix(reward=f"{result.reward:+.2f}", kl=f"{result.kl:.1f}", s_per_step=f"{result.step_time:.2f}")
+                gold = {} if result.gold is None else {"gold": f"{result.gold:+.2f}"}
+                bar.set_postfix(reward=f"{result.reward:+.2f}", **gold, kl=f"{result.kl:.1f}", s_per_step=f"{result.step_time:.2f}")
     bar.close()
     print(format_worked_example(worked_example(last, 0), reward_label))
     print(f"run written to {folder}")

@@ -13,7 +13,11 @@ float arrays of shape (N,): R in log-odds units (0 means 50/50) and P(positive) 
   logit(0.999) = +6.91 (and -6.91), about the range of the seed's classifier (+5.7 at the top).
 - `lvwerra/distilbert-imdb`: the seed's classifier, R = logit_pos - logit_neg, as in the seed.
   Any other sequence-classification model (a hub id or a folder) is read the same way.
-- `register_reward(name, factory)` adds one, e.g. a learned reward model.
+- `reward-model:PATH`: a reward model saved by the reward-models page or `feedback-lab
+  train-reward` (engines/reward_model.py), R = (r_phi - mu) / sigma of seed 001 equation 15.
+  It also has `gold(prompts, replies)`, the gold score g of the same replies, which the
+  live run reports beside R.
+- `register_reward(name, factory)` adds one.
 """
 
 from __future__ import annotations
@@ -97,7 +101,15 @@ def register_reward(name: str, factory: Callable[..., Reward]) -> None:
 
 
 def load_reward(name: str, device: torch.device | str = "cpu") -> Reward:
-    """The registered reward `name`, or any sequence classifier (hub id or folder) by that name."""
+    """The registered reward `name`, a saved reward model 'reward-model:PATH', or any sequence
+    classifier (hub id or folder) by that name.
+
+    A missing or damaged reward-model file raises ValueError with one sentence naming it.
+    """
     if name in REWARDS:
         return REWARDS[name](device)
+    from engines.reward_model import REWARD_PREFIX, LearnedReward  # here, not above: it builds on the live run's engine
+
+    if name.startswith(REWARD_PREFIX):
+        return LearnedReward.from_name(name, device)
     return ClassifierReward(name, device)

@@ -91,3 +91,35 @@ def test_truncated_last_line_is_skipped(tmp_path):
     assert not run.finished and run.evals == [] and run.samples == []
     assert [r.id for r in list_runs(tmp_path / "runs")] == ["r1"]
     assert list_runs(tmp_path / "missing") == []
+
+
+def test_train_lm_against_a_saved_reward_model(tmp_path, capsys):
+    """make-pairs, train-reward, then train-lm --reward reward-model:PATH: metrics and evaluations carry gold."""
+    from app.cli import main as cli
+
+    pairs, model, folder = tmp_path / "pairs.npz", tmp_path / "rm.pt", tmp_path / "run"
+    assert cli(["make-pairs", "--pairs", "24", "--T", "6", "--device", "cpu", "--out", str(pairs)]) == 0
+    assert cli(["train-reward", "--pairs", str(pairs), "--out", str(model), "--steps", "3", "--d-model", "8",
+                "--layers", "1", "--heads", "1", "--json"]) == 0
+    argv = ["--reward", f"reward-model:{model}", "--prompt-set", "feelings", "--steps", "2", "--eval-every", "2",
+            "--prompts", "4", "--eval-prompts", "4", "--T", "6", "--device", "cpu", "--out", str(folder), "--quiet"]
+    assert main(argv) == 0
+    assert " gold " in capsys.readouterr().out  # the [eval] lines show g beside the reward
+    run = read_run(folder)
+    assert [m["step"] for m in run.metrics] == [1, 2] and all(np.isfinite(m["gold"]) for m in run.metrics)
+    assert [e["step"] for e in run.evals] == [0, 2] and all(np.isfinite(e["gold"]) for e in run.evals)
+    assert main(["--reward", f"reward-model:{tmp_path / 'missing.pt'}", "--steps", "1"]) == 2
+    assert "there is no reward model file at" in capsys.readouterr().err
+
+
+def test_records_without_a_gold_score_have_no_gold_key():
+    from dataclasses import replace as dataclasses_replace
+
+    from app.runs import eval_record, step_record
+    from engines.lm_reinforce import StepResult
+
+    step = StepResult(1, 0.5, 0.6, 0.0, 1.0, 0.1, 0.0, 0.01, ())
+    assert "gold" not in step_record(step) and step_record(dataclasses_replace(step, gold=1.5))["gold"] == 1.5
+    e = EvalResult(0, 0.1, 0.5, 0.0, 0.0, 1.0, 2.0, 0.5, 0.5, 0.0, ("x",), ("y",), (("y",),), np.zeros((1, 1)),
+                   np.zeros((1, 1)), np.zeros(1))
+    assert "gold" not in eval_record(e) and eval_record(dataclasses_replace(e, gold=-2.0))["gold"] == -2.0

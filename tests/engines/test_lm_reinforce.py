@@ -232,3 +232,69 @@ def test_settings_defaults_and_learning_rate():
 def test_invalid_settings_are_refused(bad):
     with pytest.raises(ValueError):
         LMSettings(**bad)
+
+
+# ----------------------------------------------------------------------------- prompts of many lengths, the gold score
+
+
+def test_per_length_matches_one_prompt_at_a_time():
+    """Reply logits of prompts with 2, 3 and 5 tokens, grouped by length, equal a forward pass per row."""
+    from engines.lm_reinforce import per_length
+
+    policy = tiny_gpt2(seed=3)
+    lengths = torch.tensor([3, 5, 2, 3, 5])
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(4, 12, (5, 5), generator=g)  # right-padded: row i uses its first lengths[i] ids
+    y = torch.randint(4, 12, (5, 4), generator=g)
+    with torch.no_grad():
+        grouped = per_length(lambda xp, yp: reply_logits(policy, torch.cat([xp, yp], 1), 4, EOS), lengths, x, y)
+        rows = [reply_logits(policy, torch.cat([x[i : i + 1, : lengths[i]], y[i : i + 1]], 1), 4, EOS) for i in range(5)]
+    np.testing.assert_allclose(grouped, torch.cat(rows), atol=1e-5)
+    one = per_length(lambda xp: xp.sum(1), torch.full((5,), 5), x)
+    assert torch.equal(one, x.sum(1))  # one length: the plain call
+
+
+def test_feeling_prompts_are_split_once():
+    from engines.lm_reinforce import FEELING_HELDOUT, feeling_prompts
+    from engines.preferences import load_prompts
+
+    train, held = feeling_prompts("train"), feeling_prompts("heldout")
+    assert len(held) == FEELING_HELDOUT and len(train) == len(load_prompts()) - FEELING_HELDOUT
+    assert set(train) | set(held) == set(load_prompts()) and not set(train) & set(held)
+    assert feeling_prompts("heldout") == held  # the same split every time
+    with pytest.raises(ValueError):
+        LMSettings(prompt_set="poems")
+
+
+class Length:
+    """A reward without a gold score: R = words in the reply."""
+
+    name = "length"
+
+    def score(self, prompts, replies):
+        R = np.array([float(len(y.split())) for y in replies])
+        return R, 1 / (1 + np.exp(-R))
+
+
+class GoldLength(Length):
+    """The same reward with a gold score beside it: g = characters in the reply."""
+
+    def gold(self, prompts, replies):
+        return np.array([float(len(y)) for y in replies])
+
+
+def test_feelings_run_carries_the_gold_score():
+    """The lab prompts whole (10 to 21 tokens each); StepResult and EvalResult carry the mean g of their replies."""
+    from engines.lm_reinforce import feeling_prompts, train_lm
+
+    s = LMSettings(prompt_set="feelings", steps=2, prompts=3, replies=2, T=4, eval_every=2, eval_prompts=3,
+                   eval_replies=1, keep_samples=3, device="cpu")
+    steps, evals = train_lm(s, reward=GoldLength())
+    assert {x.prompt for r in steps for x in r.samples} <= set(feeling_prompts("train"))
+    assert list(evals[0].prompts) == feeling_prompts("heldout")[:3]
+    for e in evals:
+        assert e.gold == pytest.approx(GoldLength().gold(e.prompts, e.replies).mean())
+    assert [r.step for r in steps] == [1, 2] and all(r.gold > 0 for r in steps)
+    reviews = LMSettings(steps=1, prompts=2, replies=2, T=4, eval_prompts=2, eval_replies=1, keep_samples=0, device="cpu")
+    steps, evals = train_lm(reviews, reward=Length())
+    assert steps[0].gold is None and evals[0].gold is None

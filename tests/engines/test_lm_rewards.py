@@ -76,3 +76,43 @@ def test_classifier_offline_gives_one_clear_sentence(tmp_path):
         "The reward classifier 'lvwerra/distilbert-imdb' is not on this machine and cannot be downloaded "
         "without network; use the 'vader' reward."
     )
+
+
+# ----------------------------------------------------------------------------- a saved reward model as the reward
+
+
+@pytest.fixture(scope="module")
+def saved_reward_model(tmp_path_factory):
+    """A reward model trained for three steps on 24 pairs from the embedded model, saved to a file."""
+    from engines.preferences import PairSettings, make_pairs
+    from engines.reward_model import RewardModelSettings, save_reward_model, train_reward_model
+
+    pairs = make_pairs(PairSettings(pairs=24, T=6, device="cpu"))
+    trained = train_reward_model(pairs, RewardModelSettings(d_model=8, layers=1, heads=1, steps=3, batch=8, eval_every=3))
+    path = tmp_path_factory.mktemp("reward-models") / "rm.pt"
+    save_reward_model(trained, path)
+    return path, trained
+
+
+def test_load_reward_reads_a_saved_reward_model(saved_reward_model):
+    from engines.preferences import gold_score, prompt_table
+    from engines.reward_model import LearnedReward
+
+    path, trained = saved_reward_model
+    reward = load_reward(f"reward-model:{path}")
+    assert isinstance(reward, LearnedReward) and reward.name == f"reward-model:{path}"
+    prompts, replies = ["My sister opened the letter and felt so"] * 2, [" happy and proud.", " sad."]
+    R, p = reward.score(prompts, replies)
+    ids = [reward.tokenizer(texts)["input_ids"] for texts in (prompts, replies)]
+    np.testing.assert_allclose(R, trained(prompt_table(ids[0]), prompt_table(ids[1])))  # normalised, equation 15
+    np.testing.assert_allclose(p, 1 / (1 + np.exp(-R)))
+    np.testing.assert_array_equal(reward.gold(prompts, replies), gold_score(replies))
+
+
+def test_missing_or_corrupt_reward_model_is_one_sentence(tmp_path):
+    with pytest.raises(ValueError, match=r"^there is no reward model file at .*nothere\.pt\.$"):
+        load_reward(f"reward-model:{tmp_path / 'nothere.pt'}")
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"not a torch file")
+    with pytest.raises(ValueError, match=r"corrupt\.pt is not a readable reward model file"):
+        load_reward(f"reward-model:{corrupt}")
