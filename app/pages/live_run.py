@@ -1,0 +1,778 @@
+"""Live REINFORCE on a language model: seed 000 sections 6.11 and 6.12, run in the browser.
+
+Start a run and watch it happen: each training step samples K replies to each prompt,
+scores them with a sentiment reward, and ascends the REINFORCE estimate with per-token
+shaped rewards r_t = -beta (log pi - log ref) + [t = T-1] R and a leave-one-out baseline
+(engines/lm_reinforce.py). The page draws the reward, P(positive), the KL to the reference,
+the entropy and the held-out distinct-n as the run goes, shades each token of the newest
+replies by its log-ratio to the reference, and shows the seed's held-out `[eval]` table and
+its token-by-token worked example.
+
+The run trains on a worker thread; every result is appended to its run folder
+(app/runs.py) before it is shown, so a closed tab or a killed server loses at most the step
+in flight. Runs wait their turn per device (app/run_queue.py). When a tab closes, its
+queued run leaves the line and its running run stops at the next step boundary: the step in
+flight is finished and written first, then the files are closed, and the run is listed as
+interrupted. (Closing a tab stops its work, as on every page; and no unwatched run holds the
+device while others wait.) A paused run keeps its place on the device until it is resumed or
+stopped, so a class can pause to read the samples without losing its turn.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import html
+import io
+import itertools
+import math
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+import torch
+from bokeh.layouts import gridplot
+from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
+from bokeh.palettes import PuOr
+
+from app.run_queue import MODELS, QUEUE, ModelCache, RunQueue
+from app.runs import FILES, RUNS_DIR, Run, RunWriter, eval_record, new_run_id, read_run, step_record
+from app.train_lm import format_eval, format_worked_example
+from engines.lm_models import ModelNotAvailable, load_causal_lm, resolve_device
+from engines.lm_reinforce import EvalResult, LMRun, LMSettings, Sample, StepResult, default_lr, worked_example
+from engines.lm_rewards import REWARDS, load_reward
+from widgets.downloads import plot_with_downloads
+from widgets.equation_card import equation_card
+from widgets.metrics import MetricRow
+from widgets.run_controls import RunControls, seed_control
+from widgets.streaming import StreamingRun
+from widgets.style import OKABE_ITO, plot
+from widgets.url_state import sync_url
+
+TITLE = "Live run: REINFORCE on a language model"
+SUMMARY = "Train a language model against a sentiment reward in the browser: reward climbs, KL grows, and without a penalty the replies degrade."
+
+DEFAULTS = LMSettings()
+"""The engine's defaults (the seed's recipe): every control starts from them."""
+DEVICE_CHOICES = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+"""Devices offered: CUDA only where a GPU answers."""
+KEEP_SAMPLES = DEFAULTS.keep_samples
+"""Newest replies kept per step for display (fewer when a step has fewer prompts)."""
+WAIT_POLL = 0.25
+"""Seconds between looks at the queue or the pause button: a Stop is seen within this time."""
+STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time")
+EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2")
+EVAL_TABLE = (
+    ("step", "step", "{:d}"),
+    ("reward", "reward", "{:+.2f}"),
+    ("p_positive", "P(positive)", "{:.3f}"),
+    ("kl_exact", "KL (nats/reply)", "{:.2f}"),
+    ("entropy", "entropy", "{:.2f}"),
+    ("ref_perplexity", "ref-perplexity", "{:.1f}"),
+    ("distinct_1", "distinct-1", "{:.3f}"),
+    ("distinct_2", "distinct-2", "{:.3f}"),
+)
+"""The seed's `[eval]` columns, with the seed's rounding (format_eval)."""
+GOLD_COLUMN = ("gold", "gold", "{:+.2f}")
+"""Shown after the reward when the reward is a learned reward model (its gold score g)."""
+LIVE = OKABE_ITO["blue"]
+OVERLAY_COLOURS = tuple(OKABE_ITO[k] for k in ("orange", "green", "vermillion", "purple", "sky", "yellow", "grey"))
+"""Colours of earlier runs drawn over the curves, in the order they are ticked."""
+RATIO_PALETTE = PuOr[11]
+"""ColorBrewer's PuOr, diverging and colour-blind safe: purple (the policy likes the token less
+than the reference does), white (as much), orange (more)."""
+RATIO_LIMIT = 4.0
+"""Log-ratios beyond +-4 nats get the palette's darkest colours."""
+MODEL_PATTERN = r"^[^\x00-\x1f]{0,200}$"
+"""A model name, hub id or folder: printable, at most 200 characters."""
+
+INTRO = (
+    "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
+    "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
+    "log-odds; REINFORCE with a leave-one-out baseline over the K replies to each prompt makes the "
+    "well-scored replies more likely. The KL penalty (section 6.12) charges every token for its "
+    "log-ratio to the frozen starting model. The default model is the project's own small "
+    "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
+    "because GPT-2 cannot be downloaded everywhere; give a hub id (gpt2) or a folder to use another. "
+    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the seed's classifier."
+)
+EQUATION = (
+    r"r_t = -\beta\,\big(\log \pi_\theta(y_t \mid s_t) - \log \pi_{\text{ref}}(y_t \mid s_t)\big) + \mathbb{1}[t = T-1]\,R(x, y),"
+    r"\quad G_t = \sum_{t' \ge t} r_{t'},\quad \text{loss} = -\tfrac{1}{NT}\sum_{i,t} \big(G_t^{(i)} - b_t^{(i)}\big) \log \pi_\theta(y_t^{(i)} \mid s_t^{(i)})"
+)
+NOTICE = (
+    "With β = 0 the reward climbs to its ceiling while the KL grows without limit, the entropy and "
+    "distinct-1 fall, and the replies collapse onto a few glowing words on a loop (the seed's Run 1). "
+    "With β = 0.05 or 0.2 the reward rises less and the replies stay English. In the samples, orange "
+    "tokens are where the policy has moved away from the reference: that is where the penalty lands."
+)
+PREDICT = (
+    "Before you start a run with β = 0: the reward will rise. What will the replies look like after "
+    "a hundred steps, and what will happen to distinct-1?"
+)
+COMPARE = (
+    "Reward, P(positive), KL (exact) and distinct-1 are each run's last held-out evaluation. "
+    "Tick runs to draw them over the curves and to download them. The seed compares three runs with "
+    "the same seed: β = 0 (Run 1), 0.05 and 0.2 (Runs 2 and 3); start them one after another, or in "
+    "three tabs (they wait their turn for the device)."
+)
+
+CSS = """
+.fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
+.fl-queue { margin: 0 0.6em; opacity: 0.85; }
+.fl-legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.4em; align-items: center; margin: 0.2em 0.6em; }
+.fl-swatch { display: inline-block; width: 1.6em; height: 0.3em; vertical-align: middle; margin-right: 0.4em; }
+.fl-samples { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.95em; margin: 0 0.6em; }
+.fl-sample { margin: 0.35em 0; line-height: 1.7; white-space: pre-wrap; }
+.fl-prompt { opacity: 0.7; }
+.fl-tok { padding: 0.05em 0; border-radius: 2px; }
+.fl-R { margin-left: 0.8em; opacity: 0.8; font-family: sans-serif; }
+.fl-scale { display: flex; align-items: center; gap: 0.5em; margin: 0.3em 0.6em; font-size: 0.9em; }
+.fl-scale span.fl-bin { display: inline-block; width: 1.6em; height: 1em; }
+.fl-table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.2em 0.6em; }
+.fl-table th, .fl-table td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.3); }
+.fl-table td.fl-text, .fl-table th.fl-text { text-align: left; font-family: ui-monospace, Menlo, Consolas, monospace; }
+.fl-lines { font-size: 0.85em; margin: 0.2em 0.6em; white-space: pre-wrap; }
+.fl-caption { margin: 0.3em 0.6em; }
+"""
+
+
+# ----------------------------------------------------------------------------- what the page shows
+
+
+def ratio_colours(log_ratio: float) -> tuple[str, str]:
+    """(background, text) colour of a token whose log pi - log ref is `log_ratio` nats."""
+    x = min(max(float(log_ratio), -RATIO_LIMIT), RATIO_LIMIT)
+    k = int(round((x + RATIO_LIMIT) / (2 * RATIO_LIMIT) * (len(RATIO_PALETTE) - 1)))
+    dark = k <= 1 or k >= len(RATIO_PALETTE) - 2
+    return RATIO_PALETTE[k], "#ffffff" if dark else "#1a1a1a"
+
+
+def token_text(token: str) -> str:
+    """A token as shown: HTML-escaped, a line break written as ↵ so the reply stays on its line."""
+    return html.escape(token.replace("\n", "↵"))
+
+
+def sample_html(sample: Sample) -> str:
+    """One reply after its prompt, each token shaded by its log-ratio (hover: the number)."""
+    tokens = "".join(
+        f'<span class="fl-tok" style="background:{bg};color:{fg}" title="log π − log π_ref = {r:+.3f} nats">{token_text(t)}</span>'
+        for t, r, (bg, fg) in ((t, r, ratio_colours(r)) for t, r in zip(sample.tokens, sample.log_ratio))
+    )
+    return (
+        f'<div class="fl-sample"><span class="fl-prompt">{token_text(sample.prompt)}</span>{tokens}'
+        f'<span class="fl-R">R = {sample.reward:+.2f}, Σ log-ratio = {sum(sample.log_ratio):+.2f}</span></div>'
+    )
+
+
+def samples_html(step: int, samples: tuple[Sample, ...]) -> str:
+    if not samples:
+        return '<p class="fl-caption">The newest replies appear here once the run has trained a step.</p>'
+    rows = "".join(sample_html(s) for s in samples)
+    return f'<p class="fl-caption">The training batch of step {step}: one reply to each of its first {len(samples)} prompts (prompt greyed).</p><div class="fl-samples">{rows}</div>'
+
+
+def ratio_scale_html() -> str:
+    """The legend of the token shading: the palette's bins from -4 to +4 nats."""
+    bins = "".join(f'<span class="fl-bin" style="background:{c}"></span>' for c in RATIO_PALETTE)
+    return (
+        f'<div class="fl-scale"><span>log π − log π_ref: −{RATIO_LIMIT:g} nats or less</span>{bins}'
+        f"<span>+{RATIO_LIMIT:g} or more</span></div>"
+        '<p class="fl-caption">Purple: the policy now likes the token less than the reference does; white: about as much; '
+        "orange: more (there the KL penalty lands). Hover a token for its value.</p>"
+    )
+
+
+def eval_table_html(evals: list[dict]) -> str:
+    """One row per held-out evaluation, the seed's `[eval]` columns and rounding (and the gold score, if any)."""
+    if not evals:
+        return '<p class="fl-caption">The held-out evaluation runs at the start, every few steps and at the end.</p>'
+    columns = EVAL_TABLE[:2] + ((GOLD_COLUMN,) if any("gold" in e for e in evals) else ()) + EVAL_TABLE[2:]
+    head = "".join(f"<th>{label}</th>" for _, label, _ in columns)
+    rows = "".join("<tr>" + "".join(f"<td>{fmt.format(e[key])}</td>" for key, _, fmt in columns) + "</tr>" for e in evals)
+    return f'<table class="fl-table fl-evals"><tr>{head}</tr>{rows}</table>'
+
+
+def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
+    """The evaluations as `feedback-lab train-lm` prints them (the seed's `[eval ...]` lines)."""
+    return "\n".join(format_eval(r, settings) for r in results)
+
+
+def reward_label(reward: str) -> str:
+    """How the worked example names the reward's log-odds."""
+    return "VADER" if reward == "vader" else "classifier"
+
+
+def worked_example_html(result: EvalResult, i: int, reward: str) -> str:
+    """Seed 000 section 6.12's table for held-out reply `i`: token, log pi, log ref, log-ratio, r_t, G_t."""
+    ex = worked_example(result, i)
+    lines = format_worked_example(ex, reward_label(reward)).splitlines()
+    head = "<tr><th>t</th><th class='fl-text'>token</th><th>log π</th><th>log ref</th><th>log-ratio</th><th>r_t</th><th>G_t</th></tr>"
+    rows = "".join(
+        f"<tr><td>{t}</td><td class='fl-text'>{html.escape(repr(tok))}</td><td>{ex.logp[t]:.3f}</td><td>{ex.ref_logp[t]:.3f}</td>"
+        f"<td style='background:{ratio_colours(ex.log_ratio[t])[0]};color:{ratio_colours(ex.log_ratio[t])[1]}'>{ex.log_ratio[t]:+.3f}</td>"
+        f"<td>{ex.r[t]:+.3f}</td><td>{ex.G[t]:+.3f}</td></tr>"
+        for t, tok in enumerate(ex.tokens)
+    )
+    return (
+        f'<p class="fl-caption">{html.escape(lines[0])}</p><table class="fl-table fl-worked">{head}{rows}</table>'
+        f'<p class="fl-caption fl-worked-total">{html.escape(lines[-1].strip())}</p>'
+    )
+
+
+def example_options(result: EvalResult) -> dict[str, int]:
+    """The worked-example selector's entries: every held-out reply of an evaluation."""
+    return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
+
+
+def run_status(run: Run, running: set[str]) -> str:
+    """finished (every step written), running (training now in this server), or interrupted."""
+    if run.id in running:
+        return "running"
+    return "finished" if run.finished else "interrupted"
+
+
+def runs_frame(runs: list[Run], running: set[str]) -> pd.DataFrame:
+    """The table of run folders (their names give time, model, reward and beta): how far each got, its last held-out evaluation."""
+    rows = []
+    for run in runs:
+        s, last = run.config.get("settings", {}), (run.evals[-1] if run.evals else {})
+        rows.append({
+            "run": run.id,
+            "status": run_status(run, running),
+            "β": s.get("beta", math.nan),
+            "steps": f"{run.metrics[-1]['step'] if run.metrics else 0} / {s.get('steps', '?')}",
+            "reward": round(last.get("reward", math.nan), 2),
+            "P(positive)": round(last.get("p_positive", math.nan), 3),
+            "KL": round(last.get("kl_exact", math.nan), 2),
+            "distinct-1": round(last.get("distinct_1", math.nan), 3),
+        })
+    columns = ["run", "status", "β", "steps", "reward", "P(positive)", "KL", "distinct-1"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def columns_of(records: list[dict], keys: tuple[str, ...]) -> dict[str, list]:
+    return {k: [r[k] for r in records] for k in keys}
+
+
+def run_label(settings: LMSettings) -> str:
+    """A run as the queue shows it."""
+    return f"{settings.model} · {settings.reward} · β {settings.beta:g} · {settings.steps} steps"
+
+
+def new_run_folder(root: Path, settings: LMSettings) -> Path:
+    """A fresh folder root/ID (ID from new_run_id, with -2, -3, ... if two runs start in one second)."""
+    base = new_run_id(settings)
+    for n in itertools.count(1):
+        folder = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue
+
+
+def run_config(settings: LMSettings, lm: LMRun) -> dict:
+    """config.json of a run, as `feedback-lab train-lm` writes it."""
+    return {
+        "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
+        "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
+    }
+
+
+def zip_runs(folders: list[Path]) -> io.BytesIO:
+    """The run folders' files in one zip, a folder per run."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for folder in folders:
+            for name in ("config.json", *FILES):
+                if (folder / name).is_file():
+                    archive.write(folder / name, f"{folder.name}/{name}")
+    buffer.seek(0)
+    return buffer
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """A snapshot of this tab's run, handed from the worker thread to the page."""
+
+    phase: str
+    """'loading', 'queued', 'running', 'paused' or 'error'."""
+    settings: LMSettings
+    message: str = ""
+    """The error's sentence (phase 'error')."""
+    position: int | None = None
+    """Place in the device's queue (phase 'queued'), 1 = next."""
+    device: str = ""
+    folder: Path | None = None
+    """The run folder being written, once the run has started."""
+    metrics: tuple[dict, ...] = ()
+    """metrics.jsonl's records so far."""
+    evals: tuple[dict, ...] = ()
+    """eval.jsonl's records so far."""
+    eval_results: tuple[EvalResult, ...] = ()
+    """The held-out evaluations themselves, every reply (the newest one feeds the worked example)."""
+    step: int = 0
+    samples: tuple[Sample, ...] = ()
+    """The newest step's kept replies."""
+
+
+def advance(state: LiveState, result: StepResult | EvalResult) -> LiveState:
+    """The snapshot after one more result of the engine."""
+    if isinstance(result, StepResult):
+        return replace(state, phase="running", metrics=state.metrics + (step_record(result),), step=result.step, samples=result.samples)
+    return replace(state, phase="running", evals=state.evals + (eval_record(result),), eval_results=state.eval_results + (result,))
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+class LiveRunPage(pn.viewable.Viewer):
+    """The run's settings; start, pause, resume, stop; live curves, samples, tables; earlier runs."""
+
+    model = param.String(default=DEFAULTS.model, regex=MODEL_PATTERN, label="Model: embedded, a hub id (gpt2) or a folder")
+    reward = param.Selector(default=DEFAULTS.reward, objects=list(REWARDS), label="Reward")
+    beta = param.Number(default=DEFAULTS.beta, bounds=(0.0, 10.0), step=0.01, label="KL coefficient β")
+    lr = param.Number(default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5, label="Learning rate (Adam)")
+    steps = param.Integer(default=DEFAULTS.steps, bounds=(1, 5000), label="Training steps")
+    prompts = param.Integer(default=DEFAULTS.prompts, bounds=(1, 64), label="Prompts per step")
+    replies = param.Integer(default=DEFAULTS.replies, bounds=(2, 16), label="Replies per prompt K")
+    T = param.Integer(default=DEFAULTS.T, bounds=(1, 64), label="Reply length T (tokens)")
+    seed = param.Integer(default=DEFAULTS.seed, bounds=(0, 999_999), label="Seed")
+    device = param.Selector(default=DEFAULTS.device, objects=DEVICE_CHOICES, label="Device")
+    eval_every = param.Integer(default=DEFAULTS.eval_every, bounds=(1, 5000), label="Evaluate every (steps)")
+    eval_prompts = param.Integer(default=DEFAULTS.eval_prompts, bounds=(1, 64), label="Held-out prompts")
+    eval_replies = param.Integer(default=DEFAULTS.eval_replies, bounds=(1, 16), label="Replies per held-out prompt")
+    phase = param.Selector(default="idle", objects=["idle", "loading", "queued", "running", "paused"], precedence=-1,
+                           doc="What this tab's run is doing.")
+
+    SETTINGS = ("model", "reward", "beta", "lr", "steps", "prompts", "replies", "T", "seed", "device",
+                "eval_every", "eval_prompts", "eval_replies")
+
+    def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
+                 queue: RunQueue | None = None, models: ModelCache | None = None, **params):
+        super().__init__(**params)
+        self.runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
+        self.queue, self.models = queue or QUEUE, models or MODELS
+        self._doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+        self._paused = threading.Event()
+        self._state: LiveState | None = None
+        self._shown = (-1, -1)
+        self._runs: dict[str, tuple[tuple, Run]] = {}
+        self._overlaid: list[str] = []
+
+        self.steps_source = ColumnDataSource({k: [] for k in STEP_COLUMNS}, name="metrics")
+        self.evals_source = ColumnDataSource({k: [] for k in EVAL_COLUMNS}, name="evals")
+        self.overlay_steps = ColumnDataSource({k: [] for k in ("xs", "reward", "p_positive", "kl", "entropy", "colour", "label")}, name="overlay_metrics")
+        self.overlay_evals = ColumnDataSource({k: [] for k in ("xs", "distinct_1", "distinct_2", "colour", "label")}, name="overlay_evals")
+        self.figures = self._figures()
+
+        self.runner = StreamingRun(self._show_state, self._done)
+        self.controls = RunControls(self.start, self.stop)
+        self.pause_button = pn.widgets.Button(label="Pause", width=90, disabled=True)
+        self.resume_button = pn.widgets.Button(label="Resume", color="primary", width=90, disabled=True)
+        self.pause_button.on_click(lambda _e: self.pause())
+        self.resume_button.on_click(lambda _e: self.resume())
+        self.status = pn.pane.HTML(self._idle_text(None), sizing_mode="stretch_width", stylesheets=[CSS])
+        self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width", css_classes=["fl-run-error"])
+        self.metrics = MetricRow({
+            "step": ("step", "{value:.0f}"),
+            "reward": ("reward R (log-odds)", "{value:+.2f}"),
+            "p_positive": ("P(positive)", "{value:.3f}"),
+            "kl": ("KL k1 (nats/reply)", "{value:.2f}"),
+            "entropy": ("entropy (nats/token)", "{value:.2f}"),
+            "grad_norm": ("gradient norm", "{value:.2f}"),
+            "step_time": ("seconds per step", "{value:.2f}"),
+        })
+        self.legend = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
+        self.eval_table = pn.pane.HTML(eval_table_html([]), sizing_mode="stretch_width", stylesheets=[CSS])
+        self.eval_text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.example_choice = pn.widgets.Select(label="Held-out reply of the latest evaluation", options={}, width=640)
+        self.example_choice.param.watch(lambda _e: self._show_example(), "value")
+        self.example = pn.pane.HTML('<p class="fl-caption">The worked example appears after the first evaluation.</p>',
+                                    sizing_mode="stretch_width", stylesheets=[CSS])
+        self.runs_table = pn.widgets.Tabulator(runs_frame([], set()), selectable="checkbox", disabled=True, show_index=False,
+                                               layout="fit_data_table", pagination="local", page_size=10,
+                                               sizing_mode="stretch_width", css_classes=["fl-runs"])
+        self.runs_table.param.watch(self._overlay_changed, "selection")
+        self.refresh_button = pn.widgets.Button(label="Refresh the list", width=150)
+        self.refresh_button.on_click(lambda _e: self.refresh_runs())
+        self.download = pn.widgets.FileDownload(callback=self._download, filename="runs.zip", embed=False, color="light",
+                                                label="Download runs (zip): the ticked ones, or all", width=320)
+
+        self.param.watch(self._model_changed, "model")
+        self.param.watch(lambda _e: self._show_phase(), "phase")
+        self.notice = sync_url(self, list(self.SETTINGS), query)
+        self._unsubscribe = self.queue.subscribe(self._queue_changed)
+        self._show_legend()
+        self._show_queue()
+        self.refresh_runs()
+
+    # --- settings ------------------------------------------------------------------------
+
+    def settings(self) -> LMSettings:
+        """The controls as the engine's settings (ValueError with one sentence if refused)."""
+        return LMSettings(
+            model=self.model.strip(), reward=self.reward, beta=self.beta, lr=self.lr, steps=self.steps,
+            prompts=self.prompts, replies=self.replies, T=self.T, seed=self.seed, device=self.device,
+            eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_replies=self.eval_replies,
+            keep_samples=min(KEEP_SAMPLES, self.prompts),
+        )
+
+    def _model_changed(self, event) -> None:
+        # The learning rate follows the model's default unless it was set by hand.
+        if math.isclose(self.lr, default_lr(event.old.strip())):
+            self.lr = default_lr(event.new.strip())
+
+    # --- start, pause, resume, stop ------------------------------------------------------
+
+    def start(self) -> None:
+        """Start a run with the current settings (it may wait in the device's queue)."""
+        try:
+            settings = self.settings()
+        except ValueError as error:
+            self._show_error(str(error))
+            return
+        self._show_error("")
+        self._paused.clear()
+        self._state = LiveState("loading", settings)
+        self._shown = (-1, -1)
+        self.controls.param.update(running=True, progress=0.0)
+        self.phase = "loading"
+        self.runner.start(lambda: self._live(settings))
+
+    def pause(self) -> None:
+        """Hold the run after the step in flight; it keeps its device."""
+        if self.phase == "running":
+            self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+
+    def stop(self) -> None:
+        """Stop the run after the step in flight (a queued run leaves the queue); its files stay."""
+        self.runner.stop()
+        self._paused.clear()
+
+    def close(self) -> None:
+        """The tab closed: a queued run leaves the line, a running one stops at the next step boundary."""
+        self.stop()
+        self._unsubscribe()
+
+    # --- the worker thread ---------------------------------------------------------------
+
+    def _keep(self, state: LiveState) -> LiveState:
+        self._state = state
+        return state
+
+    def _prepare(self, settings: LMSettings, device: torch.device) -> LMRun:
+        """The run, on copies of the shared models (each loaded once per model and device)."""
+        key = str(device)
+        policy, tokenizer = self.models.get(("model", settings.model, key), lambda: load_causal_lm(settings.model, device))
+        reward = self.models.get(("reward", settings.reward, key), lambda: load_reward(settings.reward, device))
+        return LMRun(settings, policy=copy.deepcopy(policy), tokenizer=copy.deepcopy(tokenizer), reward=copy.deepcopy(reward))
+
+    def _live(self, settings: LMSettings):
+        """Load, wait for the device, train: a LiveState after every change (runs on the worker thread).
+
+        Every result is written to the run folder before it is yielded, so what the page
+        shows is already on disk. Stopping closes this generator at a yield: the `finally`
+        gives the device to the next run in line and the RunWriter closes its files.
+        """
+        state = LiveState("loading", settings)
+        try:
+            device = resolve_device(settings.device)
+            state = replace(state, device=str(device))
+            yield self._keep(state)
+            lm = self._prepare(settings, device)
+        except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:
+            yield self._keep(replace(state, phase="error", message=str(error)))
+            return
+        ticket = self.queue.join(str(device), run_label(settings))
+        try:
+            while not self.queue.wait(ticket, WAIT_POLL):
+                yield self._keep(replace(state, phase="queued", position=self.queue.position(ticket)))
+            folder = new_run_folder(self.runs_dir, settings)
+            self.queue.set_run_id(ticket, folder.name)
+            state = replace(state, phase="running", folder=folder)
+            with RunWriter(folder, run_config(settings, lm)) as writer:
+                for result in lm.steps():
+                    writer.write(result)
+                    state = advance(state, result)
+                    yield self._keep(state)
+                    while self._paused.is_set():
+                        yield self._keep(replace(state, phase="paused"))
+                        time.sleep(WAIT_POLL)
+        except (ValueError, OSError, RuntimeError) as error:  # e.g. out of memory: the files keep the steps done
+            yield self._keep(replace(state, phase="error", message=f"The run stopped: {error}"))
+        finally:
+            self.queue.leave(ticket)
+
+    # --- showing the run -----------------------------------------------------------------
+
+    def _show_state(self, state: LiveState) -> None:
+        """Draw a snapshot: the parts whose data changed, in one batch."""
+        with pn.io.hold():
+            if state.phase != "error" and self.phase != state.phase:
+                self.phase = state.phase
+            self.status.object = self._status_text(state)
+            if len(state.metrics) != self._shown[0]:
+                self._show_steps(state)
+            if len(state.evals) != self._shown[1]:
+                self._show_evals(state)
+            self._shown = (len(state.metrics), len(state.evals))
+
+    def _show_steps(self, state: LiveState) -> None:
+        self.steps_source.data = columns_of(list(state.metrics), STEP_COLUMNS)
+        if state.metrics:
+            self.metrics.update(**state.metrics[-1])
+            self.controls.progress = min(state.step / state.settings.steps, 1.0)
+        self.samples.object = samples_html(state.step, state.samples)
+
+    def _show_evals(self, state: LiveState) -> None:
+        evals = list(state.evals)
+        self.evals_source.data = columns_of(evals, EVAL_COLUMNS)
+        self.eval_table.object = eval_table_html(evals)
+        self.eval_text.object = f'<pre class="fl-lines">{html.escape(eval_lines(state.eval_results, state.settings))}</pre>' if evals else ""
+        if state.eval_results:
+            chosen = self.example_choice.value
+            options = example_options(state.eval_results[-1])
+            self.example_choice.options = options
+            self.example_choice.value = chosen if chosen in options.values() else 0
+            self._show_example()
+
+    def _show_example(self) -> None:
+        state = self._state
+        if state is None or not state.eval_results or self.example_choice.value is None:
+            return
+        self.example.object = worked_example_html(state.eval_results[-1], int(self.example_choice.value), state.settings.reward)
+
+    def _status_text(self, state: LiveState) -> str:
+        s = state.settings
+        if state.phase == "loading":
+            cached = ("model", s.model, state.device) in self.models
+            what = "Preparing" if cached else "Loading (the first run of a model on a device reads it from disk, or downloads it)"
+            return f'<p class="fl-status">{what}: {html.escape(run_label(s))} on {state.device or s.device}…</p>'
+        if state.phase == "queued":
+            return (
+                f'<p class="fl-status">Waiting for {state.device}: your run is number {state.position} in line. It starts when '
+                "the runs before it finish or are stopped; closing this tab takes it out of the line.</p>"
+            )
+        if state.phase == "error":
+            return f'<p class="fl-status">{self._idle_text(state)}</p>'
+        where = html.escape(str(state.folder))
+        if state.phase == "paused":
+            return (
+                f'<p class="fl-status">Paused after step {state.step} of {s.steps}. The run keeps its place on {state.device}: '
+                f"Resume continues it, Stop ends it and lets waiting runs start. Files: {where}</p>"
+            )
+        times = [m["step_time"] for m in state.metrics[-10:]]
+        pace = ""
+        if times:
+            left = float(np.median(times)) * (s.steps - state.step)
+            pace = f" · {np.median(times):.2f} s per step, about {left / 60:.0f} min of training left" if left >= 60 else f" · {np.median(times):.2f} s per step"
+        return f'<p class="fl-status">Running on {state.device}: {state.step} of {s.steps} steps done{pace} · writing {where}</p>'
+
+    def _idle_text(self, state: LiveState | None) -> str:
+        if state is None:
+            return ('<p class="fl-status">No run yet: choose the settings and press Start. On a CPU a step of the seed\'s batch '
+                    "(16 prompts × 4 replies × 24 tokens) of the embedded model takes one to a few seconds; try 50 steps first.</p>")
+        if state.folder is None:
+            return "No run was started."
+        done = state.metrics[-1]["step"] if state.metrics else 0
+        if done >= state.settings.steps:
+            return f"Finished: all {done} steps are written to {html.escape(str(state.folder))}."
+        return f"Stopped after step {done} of {state.settings.steps}; {html.escape(str(state.folder))} holds every step done."
+
+    def _done(self, finished: bool) -> None:
+        """The worker has ended (finished, stopped, or refused): show the final state and the list of runs."""
+        state = self._state
+        self.controls.running = False
+        if state is not None:
+            self._show_state(state)
+            if state.phase == "error":
+                self._show_error(state.message)
+            else:
+                self.status.object = f'<p class="fl-status">{self._idle_text(state)}</p>'
+        self.phase = "idle"
+        self.refresh_runs()
+
+    def _show_error(self, message: str) -> None:
+        self.error.object = html.escape(message)
+        self.error.visible = bool(message)
+
+    def _show_phase(self) -> None:
+        idle = self.phase == "idle"
+        self.pause_button.disabled = self.phase != "running"
+        self.resume_button.disabled = self.phase != "paused"
+        for widget in self._setting_widgets():
+            widget.disabled = not idle
+
+    # --- the queue and the runs folder ---------------------------------------------------
+
+    def _queue_changed(self) -> None:
+        """Called by the queue from any thread: redraw on this session's own thread."""
+        if self._doc is None:
+            self._show_queue()
+        else:
+            self._doc.add_next_tick_callback(self._show_queue)
+
+    def _show_queue(self) -> None:
+        lines = []
+        for q in self.queue.overview():
+            running = "; ".join(map(html.escape, q.running)) or "nothing"
+            lines.append(f"<b>{q.device}</b>: training {running}; {len(q.waiting)} waiting")
+        text = " · ".join(lines) if lines else "No run is training on this server."
+        self.queue_line.object = f'<p class="fl-queue">Device queue: {text}</p>'
+        if self._runs:
+            self._show_runs()
+
+    def refresh_runs(self) -> None:
+        """Read the runs folder again (only the runs whose files changed) and redraw the list."""
+        found = {}
+        if self.runs_dir.is_dir():
+            for folder in sorted(self.runs_dir.iterdir()):
+                if not (folder / "config.json").is_file():
+                    continue
+                stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
+                              for p in (folder / n for n in ("config.json", *FILES)))
+                cached = self._runs.get(folder.name)
+                found[folder.name] = cached if cached is not None and cached[0] == stamp else (stamp, read_run(folder))
+        self._runs = found
+        self._show_runs()
+
+    def _show_runs(self) -> None:
+        runs = [run for _, run in self._runs.values()]
+        frame = runs_frame(runs, self.queue.running_ids())
+        with pn.io.hold():
+            self.runs_table.value = frame
+            ids = list(frame["run"])
+            self.runs_table.selection = [ids.index(i) for i in self._overlaid if i in ids]
+            self._draw_overlays()
+
+    def _overlay_changed(self, _event) -> None:
+        ids = list(self.runs_table.value["run"])
+        self._overlaid = [ids[i] for i in self.runs_table.selection if i < len(ids)]
+        self._draw_overlays()
+
+    def _draw_overlays(self) -> None:
+        runs = [self._runs[i][1] for i in self._overlaid if i in self._runs]
+        colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(runs))]
+        labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
+        steps = {"xs": [[m["step"] for m in r.metrics] for r in runs], "colour": colours, "label": labels}
+        steps |= {k: [[m[k] for m in r.metrics] for r in runs] for k in ("reward", "p_positive", "kl", "entropy")}
+        self.overlay_steps.data = steps
+        evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "colour": colours, "label": labels}
+        evals |= {k: [[e[k] for e in r.evals] for r in runs] for k in ("distinct_1", "distinct_2")}
+        self.overlay_evals.data = evals
+        self._show_legend(labels, colours)
+
+    def _show_legend(self, labels: list[str] = (), colours: list[str] = ()) -> None:
+        items = [f'<span><span class="fl-swatch" style="background:{LIVE}"></span>this tab\'s run: each training batch; '
+                 f'<span style="color:{LIVE}">◆</span> its held-out evaluations</span>']
+        items += [f'<span><span class="fl-swatch" style="background:{c}"></span>{html.escape(label)}</span>' for label, c in zip(labels, colours)]
+        self.legend.object = f'<div class="fl-legend">{"".join(items)}</div>'
+
+    def _download(self) -> io.BytesIO:
+        chosen = self._overlaid or list(self._runs)
+        return zip_runs([self.runs_dir / run_id for run_id in chosen])
+
+    # --- layout --------------------------------------------------------------------------
+
+    def _figures(self):
+        specs = (
+            ("reward", "reward R (log-odds)", "reward", None),
+            ("p_positive", "P(positive)", "p_positive", (0.0, 1.02)),
+            ("kl", "KL to the reference (nats/reply)", "kl_exact", None),
+            ("entropy", "policy entropy (nats/token)", "entropy", None),
+        )
+        figures = []
+        for column, label, eval_column, y_range in specs:
+            fig = plot("training step", label, y_range=y_range if y_range else DataRange1d(), height=260)
+            fig.multi_line("xs", column, source=self.overlay_steps, line_color="colour", line_width=1.6, line_alpha=0.9)
+            line = fig.line("step", column, source=self.steps_source, color=LIVE, line_width=2.5)
+            fig.scatter("step", eval_column, source=self.evals_source, marker="diamond", size=11, color=LIVE,
+                        line_color="white")
+            fig.add_tools(HoverTool(renderers=[line], tooltips=[("step", "@step"), (label, f"@{column}{{0.000}}")]))
+            figures.append(fig)
+        distinct = plot("training step", "distinct-n of held-out replies", y_range=(0.0, 1.02), height=260)
+        distinct.multi_line("xs", "distinct_1", source=self.overlay_evals, line_color="colour", line_width=1.6)
+        distinct.multi_line("xs", "distinct_2", source=self.overlay_evals, line_color="colour", line_width=1.6, line_dash="dashed")
+        distinct.line("step", "distinct_1", source=self.evals_source, color=LIVE, line_width=2.5, legend_label="distinct-1")
+        distinct.line("step", "distinct_2", source=self.evals_source, color=LIVE, line_width=2.5, line_dash="dashed", legend_label="distinct-2")
+        distinct.scatter("step", "distinct_1", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
+        distinct.scatter("step", "distinct_2", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
+        distinct.legend.location = "top_right"
+        figures.append(distinct)
+        return figures
+
+    def _widgets(self) -> dict[str, pn.widgets.Widget]:
+        if not hasattr(self, "_setting_widget_map"):
+            made = {
+                "model": pn.widgets.TextInput.from_param(self.param.model, width=330),
+                "reward": pn.widgets.Select.from_param(self.param.reward, width=220),
+                "device": pn.widgets.Select.from_param(self.param.device, width=110),
+                "lr": pn.widgets.FloatInput.from_param(self.param.lr, step=1e-5, width=160),
+                "beta": pn.widgets.FloatInput.from_param(self.param.beta, step=0.01, width=160),
+            }
+            made["seed"], made["new_seed"] = seed_control(self.param.seed)
+            for name in ("steps", "prompts", "replies", "T", "eval_every", "eval_prompts", "eval_replies"):
+                made[name] = pn.widgets.IntInput.from_param(self.param[name], width=160)
+            self._setting_widget_map = made
+        return self._setting_widget_map
+
+    def _setting_widgets(self) -> list[pn.widgets.Widget]:
+        return list(self._widgets().values())
+
+    def __panel__(self):
+        w = self._widgets()
+        settings = pn.Column(
+            pn.Row(w["model"], w["reward"], w["device"]),
+            pn.Row(w["beta"], w["lr"], w["steps"], w["seed"], w["new_seed"]),
+            pn.Row(w["prompts"], w["replies"], w["T"]),
+            pn.Row(w["eval_every"], w["eval_prompts"], w["eval_replies"]),
+        )
+        self._show_phase()
+        curves = plot_with_downloads(
+            gridplot(self.figures, ncols=2, sizing_mode="stretch_width", merge_tools=False),
+            {"metrics": self.steps_source, "evals": self.evals_source},
+            "The run, step by step",
+        )
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            settings,
+            pn.Row(self.controls, self.pause_button, self.resume_button),
+            self.error,
+            self.status,
+            self.queue_line,
+            self.metrics,
+            self.legend,
+            curves,
+            pn.pane.Markdown("#### The newest replies, each token shaded by its log-ratio to the reference", margin=(0, 10)),
+            pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
+            self.samples,
+            pn.pane.Markdown("#### Held-out evaluation (the seed's `[eval]` lines)", margin=(0, 10)),
+            self.eval_table,
+            self.eval_text,
+            pn.pane.Markdown("#### The worked example of section 6.12: one held-out reply, token by token", margin=(0, 10)),
+            self.example_choice,
+            self.example,
+            pn.pane.Markdown(f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", margin=(0, 10), sizing_mode="stretch_width"),
+            self.runs_table,
+            pn.Row(self.refresh_button, self.download),
+            sizing_mode="stretch_width",
+        )
+
+
+def page(query: dict[str, str] | None = None, runs_dir: Path | str | None = None) -> LiveRunPage:
+    """A fresh page for one browser session (its controls read from the link's query)."""
+    return LiveRunPage(query=query, runs_dir=runs_dir)

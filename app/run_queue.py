@@ -1,0 +1,188 @@
+"""What the live-run sessions share: one queue of language-model runs per device, and the loaded models.
+
+Every browser tab of /live-run has its own page, its own run and its own run folder. What
+the tabs share is the machine, and two objects hold that shared, mutable state (nothing
+else does):
+
+- `RunQueue`: at most `slots` runs at a time on each device (one by default: two runs on one
+  CPU or one GPU only slow each other down). The others wait in line, first come first
+  served, and can see their place. A waiting run that leaves (its owner pressed Stop, or its
+  tab closed) is taken out of the line; a running run that leaves frees its slot for the next.
+- `ModelCache`: each model is loaded from disk (or downloaded) once, by whichever session asks
+  first; the others wait for that load instead of starting their own. Runs train copies.
+
+Both are thread-safe: runs live on worker threads, pages on the server's thread. Neither
+imports torch: the cache is handed its loader, so the light pages never pay for torch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+SLOTS_VARIABLE = "FEEDBACK_LAB_RUNS_PER_DEVICE"
+"""Environment variable: how many language-model runs may train at once on one device (default 1)."""
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One run's place in the queue of its device."""
+
+    device: str
+    """The device the run trains on, as torch names it: 'cpu', 'cuda', 'cuda:1'."""
+    label: str
+    """What the queue shows for this run, e.g. 'embedded · vader · β 0.05'."""
+    run_id: str | None = None
+    """The run's folder name, once it has one (set by `RunQueue.set_run_id`)."""
+    granted: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set when the run may start."""
+
+
+@dataclass(frozen=True)
+class DeviceQueue:
+    """What one device is doing: the labels of its running and of its waiting runs, in order."""
+
+    device: str
+    running: tuple[str, ...]
+    waiting: tuple[str, ...]
+
+
+class RunQueue:
+    """First come, first served, at most `slots` running tickets per device."""
+
+    def __init__(self, slots: int = 1):
+        if not (isinstance(slots, int) and slots >= 1):
+            raise ValueError(f"slots must be a whole number >= 1, got {slots!r}.")
+        self.slots = slots
+        self._lock = threading.Lock()
+        self._running: dict[str, list[Ticket]] = {}
+        self._waiting: dict[str, list[Ticket]] = {}
+        self._listeners: list[Callable[[], None]] = []
+
+    def join(self, device: str, label: str) -> Ticket:
+        """Queue a run on `device`; it starts at once when a slot is free (`ticket.granted` is set)."""
+        ticket = Ticket(device, label)
+        with self._lock:
+            self._waiting.setdefault(device, []).append(ticket)
+            self._promote(device)
+        self._notify()
+        return ticket
+
+    def wait(self, ticket: Ticket, timeout: float | None = None) -> bool:
+        """Block until `ticket` may run (True), or for at most `timeout` seconds (False if still waiting)."""
+        return ticket.granted.wait(timeout)
+
+    def leave(self, ticket: Ticket) -> None:
+        """Take `ticket` out, waiting or running; the next in line starts. Leaving twice is harmless."""
+        with self._lock:
+            for table in (self._waiting, self._running):
+                line = table.get(ticket.device, [])
+                if ticket in line:
+                    line.remove(ticket)
+            self._promote(ticket.device)
+        self._notify()
+
+    def position(self, ticket: Ticket) -> int | None:
+        """0 while running, k for the k-th place in line (1 = next), None once it has left."""
+        with self._lock:
+            if ticket in self._running.get(ticket.device, []):
+                return 0
+            line = self._waiting.get(ticket.device, [])
+            return line.index(ticket) + 1 if ticket in line else None
+
+    def set_run_id(self, ticket: Ticket, run_id: str) -> None:
+        """Record the folder a running ticket writes, so run lists can mark it as running."""
+        with self._lock:
+            ticket.run_id = run_id
+        self._notify()
+
+    def running_ids(self) -> set[str]:
+        """The folder names of the runs training now, on every device."""
+        with self._lock:
+            return {t.run_id for line in self._running.values() for t in line if t.run_id is not None}
+
+    def overview(self) -> list[DeviceQueue]:
+        """Every device with a run running or waiting, in the order devices were first used."""
+        with self._lock:
+            devices = list(dict.fromkeys([*self._running, *self._waiting]))
+            queues = [
+                DeviceQueue(d, tuple(t.label for t in self._running.get(d, [])), tuple(t.label for t in self._waiting.get(d, [])))
+                for d in devices
+            ]
+        return [q for q in queues if q.running or q.waiting]
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` (from whichever thread changed the queue) after every change; returns the unsubscribe function."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _promote(self, device: str) -> None:
+        """Start waiting tickets while `device` has a free slot (the lock is held)."""
+        running, waiting = self._running.setdefault(device, []), self._waiting.setdefault(device, [])
+        while waiting and len(running) < self.slots:
+            ticket = waiting.pop(0)
+            running.append(ticket)
+            ticket.granted.set()
+
+    def _notify(self) -> None:
+        # Outside the lock: a listener may read the queue.
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+
+class ModelCache:
+    """Objects loaded once per key and kept: `get(key, load)` calls `load()` only for the first caller.
+
+    Concurrent callers of one key wait for the first load rather than loading again; callers
+    of other keys do not wait. A load that raises is not kept, so the next caller tries again
+    (a model that was missing may have been copied in since).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._items: dict[Hashable, object] = {}
+        self._loading: dict[Hashable, threading.Lock] = {}
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def get(self, key: Hashable, load: Callable[[], object]):
+        with self._lock:
+            if key in self._items:
+                return self._items[key]
+            key_lock = self._loading.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._items:
+                    return self._items[key]
+            value = load()
+            with self._lock:
+                self._items[key] = value
+                self._loading.pop(key, None)
+            return value
+
+
+def slots_from_environment() -> int:
+    """FEEDBACK_LAB_RUNS_PER_DEVICE as a whole number >= 1 (default 1)."""
+    text = os.environ.get(SLOTS_VARIABLE, "1").strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{SLOTS_VARIABLE} must be a whole number >= 1, got {text!r}.")
+    return int(text)
+
+
+QUEUE = RunQueue(slots_from_environment())
+"""The queue every live-run page of this server uses."""
+MODELS = ModelCache()
+"""The models (and reward classifiers) every live-run page of this server shares, by (kind, name, device)."""
