@@ -1,0 +1,691 @@
+"""Reward models: from comparisons to a trained, saved r_phi, seed 001 sections 7 and 8 and the lab's stretch.
+
+The embedded language model writes pairs of 24-token continuations of the lab's prompts;
+a hidden gold score g rates each, and a Bradley-Terry rater at tau_label labels the pair
+(equation 12). A small transformer r_phi is trained on the labels with the pairwise
+logistic loss (equation 14), its held-out accuracy drawn live under the ceiling Acc*
+(equation 13), then read against g, probed with hand-written replies, normalised
+(equation 15) and saved for the live-run page. The stretch retrains at several tau_label.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Span, TableColumn
+
+import app.runs as runs
+from app.preferences_cli import probe_rows
+from app.run_queue import MODELS
+from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
+from engines.lm_models import EMBEDDED, ModelNotAvailable, load_causal_lm, resolve_device
+from engines.preferences import TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
+from engines.reward_model import (
+    REWARD_PREFIX,
+    RewardModelSettings,
+    TauSweepRow,
+    TrainedRewardModel,
+    iter_train_reward_model,
+    load_reward_model,
+    save_reward_model,
+)
+from widgets.downloads import plot_with_downloads
+from widgets.equation_card import equation_card
+from widgets.metrics import MetricRow
+from widgets.predict import PredictionCard, session_guide
+from widgets.run_controls import RunControls, seed_control
+from widgets.sliders import slider
+from widgets.streaming import StreamingRun
+from widgets.style import OKABE_ITO, plot
+from widgets.url_state import notice_alert, sync_url
+
+TITLE = "Reward models"
+SUMMARY = "Train a reward model from comparisons, read it against the ceiling Acc*, and see what it gets wrong."
+
+PAIRS_FOLDER = "pairs"
+"""Subfolder of the runs folder where the page saves and finds pairs files."""
+PAGE_ROWS = 8
+"""Pairs in the table at once; the pair slider pages through them."""
+CURVE_POINTS = 50
+"""About this many points on the live training curves (held-out accuracy is read at each)."""
+SWEEP_TAUS = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""Label temperatures of the stretch experiment."""
+GAP_AXIS = np.linspace(-6.0, 6.0, 121)
+"""Gold-score gaps g_a - g_b drawn on the equation-12 plot."""
+RESTART_DELAY_MS = 300
+"""Quiet time after the last change of a control before generation or training restarts."""
+CACHED_SETS = 4
+"""Generated pair sets kept by the server, so that a second visit with the same settings does not wait."""
+CONTROLS = ("pairs", "tau_label", "seed", "pair", "steps", "min_count", "train_seed")
+"""Every control, in the order of the query string."""
+TRAINING = {"steps", "min_count", "train_seed"}
+"""Controls of the reward model's training: changing one retrains it."""
+
+WHY = (
+    "The policy-gradient pages took a reward as given. For what only people can judge, the reward is learned "
+    "from their comparisons, and then handed to an optimiser. This page trains such a reward model from pairs "
+    "labelled by a rater whose rule is known, so that you can check what the model learned, and what it did not."
+)
+INTRO = (
+    "The language model continues each prompt twice. A hidden gold score g counts distinct positive words (at "
+    "most three), subtracts one per negative word and a point for each list word past the fourth; a rater at "
+    "label temperature τ_label prefers one continuation by equation 12. The reward model r_φ is a small "
+    "transformer trained from scratch on these labels with the loss of equation 14, and it has an embedding "
+    "only for tokens it saw at least twice. Its held-out accuracy is read against the ceiling Acc* of equation "
+    "13, not against 1; before it is handed to an optimiser its level and scale are fixed on the held-out "
+    "responses by equation 15.\n\n"
+    "**An accurate reward model is not a safe objective.** Its accuracy is measured on responses like those it "
+    "was trained on. An optimiser leaves that data for the replies with the highest r_φ, which can lie where the "
+    "reward model never saw data and is confidently wrong: Goodhart's law. Gao et al. (2023) measure it: "
+    "optimising harder against a learned reward first raises and then lowers the true reward."
+)
+EQUATION = (
+    r"\begin{gathered}P(y_a \succ y_b \mid x) = \sigma\Big(\frac{g(y_a) - g(y_b)}{\tau_{\text{label}}}\Big), \qquad "
+    r"\mathrm{Acc}^\star = \mathbb{E}_{\text{pairs}}\big[\max(p,\ 1-p)\big] \\ "
+    r"\mathcal{L}_{\text{RM}}(\phi) = -\frac{1}{|\mathcal{D}|} \sum_{(x, y_w, y_l)} \log \sigma\big(r_\phi(x, y_w) - r_\phi(x, y_l)\big), \qquad "
+    r"\tilde r_\phi(x, y) = \frac{r_\phi(x, y) - \mu}{\varsigma}\end{gathered}"
+)
+NOTICE = (
+    "The held-out accuracy climbs toward the ceiling Acc* and stays below it (within its standard error): the "
+    "rest is rater noise and ties. The probe shows what the accuracy hides: one positive word repeated gets a "
+    "high r_φ and a low g (the crowding penalty makes g = −7), because the reward model never saw such a reply. "
+    "That is the reply an optimiser will find. Set the embedding threshold to 1 and watch rare tokens get their "
+    "own embeddings."
+)
+
+CHECK_QUESTION = (
+    "Three reward models score the same pair, preferred response first: A gives (5.0, 3.0), B gives (105, 103) "
+    "and C gives (2.5, 1.5). Which have the same loss on it?"
+)
+CHECK_CHOICES = {"ab": "A and B", "ac": "A and C", "all": "all three: each ranks the pair correctly", "none": "none of them"}
+
+
+def check_yourself_text() -> str:
+    """Section 8's check-yourself, computed with equation 14."""
+    a, b, c = (bt_loss_np([w], [l]) for w, l in ((5.0, 3.0), (105.0, 103.0), (2.5, 1.5)))
+    return (
+        f"A and B have the same gap, 2, so the same loss −log σ(2) = {a:.3f} (B: {b:.3f}); the level never enters "
+        f"equation 14. C has a gap of 1 and a loss of {c:.3f}: it is A at half the scale, the same ranking with less "
+        "confident preferences, and by section 7 scale is tangled with rater noise, so C is not worse on this "
+        "evidence. Equation 15 subtracts each model's own mean and divides by its own spread: if B were A + 100 and "
+        "C were A halved on every response, all three would hand the optimiser exactly the same reward."
+    )
+
+
+# --- the shared language model and generated pair sets --------------------------------------------------------
+
+_PAIR_SETS: OrderedDict = OrderedDict()
+"""(pairs, seed) -> PreferencePairs generated by this server, the newest last (read-only, shared by sessions)."""
+_PAIR_SETS_LOCK = threading.Lock()
+
+
+def language_model():
+    """The embedded model and its tokenizer, loaded once per server (the live-run page shares the same cache)."""
+    device = resolve_device("auto")
+    return MODELS.get(("model", EMBEDDED, str(device)), lambda: load_causal_lm(EMBEDDED, device))
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A worker could not finish: the sentence to show."""
+
+    message: str
+
+
+def generate(settings: PairSettings) -> Iterator:
+    """PairProgress reports of `iter_make_pairs` with the shared model; Failed if the model cannot be loaded."""
+    key = (settings.pairs, settings.seed)
+    with _PAIR_SETS_LOCK:
+        cached = _PAIR_SETS.get(key)
+    if cached is not None:
+        yield cached
+        return
+    try:
+        policy, tokenizer = language_model()
+        for progress in iter_make_pairs(settings, policy, tokenizer):
+            yield progress
+    except (ModelNotAvailable, ValueError) as error:
+        yield Failed(str(error))
+        return
+    with _PAIR_SETS_LOCK:
+        _PAIR_SETS[key] = progress.pairs
+        while len(_PAIR_SETS) > CACHED_SETS:
+            _PAIR_SETS.popitem(last=False)
+
+
+# --- training and the sweep, as snapshots for the plots ---------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingView:
+    """The live curves of one training run so far."""
+
+    pairs: PreferencePairs
+    settings: RewardModelSettings
+    curve: dict
+    """Columns step, loss, accuracy."""
+    acc_star: float
+    """Acc* of the held-out pairs."""
+    progress: float
+    trained: TrainedRewardModel | None = None
+    probe: tuple = ()
+    """The probe rows (dicts), with the trained model."""
+
+
+def training_views(pairs: PreferencePairs, settings: RewardModelSettings) -> Iterator[TrainingView]:
+    """Walk `iter_train_reward_model`, keeping every report as a point of the curves; the probe at the end."""
+    steps, loss, accuracy = [], [], []
+    for report in iter_train_reward_model(pairs, settings):
+        steps.append(report.step)
+        loss.append(report.loss)
+        accuracy.append(report.heldout_accuracy)
+        curve = {"step": np.array(steps), "loss": np.array(loss), "accuracy": np.array(accuracy)}
+        probe = tuple(probe_rows(report.trained)) if report.trained is not None else ()
+        yield TrainingView(pairs, settings, curve, report.acc_star, report.step / report.steps, report.trained, probe)
+
+
+@dataclass(frozen=True, eq=False)
+class SweepView:
+    """The stretch so far: one row per finished tau_label."""
+
+    pairs: PreferencePairs
+    rows: tuple[TauSweepRow, ...]
+    progress: float
+
+
+def sweep_views(pairs: PreferencePairs, taus, settings: RewardModelSettings, label_seed: int) -> Iterator[SweepView]:
+    """engines.reward_model's stretch (relabel at each tau_label, retrain), reported after every training report,
+    so that Stop takes effect within one report rather than one whole training."""
+    rows = []
+    for i, tau in enumerate(taus):
+        for report in iter_train_reward_model(relabel(pairs, float(tau), label_seed), settings):
+            yield SweepView(pairs, tuple(rows), (i + report.step / report.steps) / len(taus))
+        rows.append(TauSweepRow(tau_label=float(tau), evaluation=report.trained.evaluation))
+    yield SweepView(pairs, tuple(rows), 1.0)
+
+
+def label_frequencies(pairs: PreferencePairs) -> dict:
+    """Share of pairs labelled 'a preferred' at each gold gap g_a - g_b, with the count: equation 12 in the data."""
+    gap = pairs.g_a - pairs.g_b
+    values, which, counts = np.unique(gap, return_inverse=True, return_counts=True)
+    preferred = np.bincount(which, weights=pairs.label.astype(float), minlength=len(values))
+    return {"gap": values, "frequency": preferred / counts, "pairs": counts}
+
+
+def pairs_summary(pairs: PreferencePairs, source: str) -> str:
+    """The sentence about the data set: where it came from, ties, and the ceiling on all of it."""
+    ties = float((pairs.g_a == pairs.g_b).mean())
+    acc_star = float(oracle_accuracy(pairs.g_a, pairs.g_b, pairs.tau_label))
+    return (
+        f"{len(pairs)} pairs {source}, labelled at τ_label = {pairs.tau_label:.2f} (label seed {pairs.seed}): "
+        f"equal gold scores in {100 * ties:.0f}% of pairs, y_a preferred in {100 * pairs.label.mean():.0f}%; "
+        f"on all of them <strong>Acc* = {acc_star:.3f}</strong>."
+    )
+
+
+def training_summary(trained: TrainedRewardModel) -> str:
+    """The sentence under the training curves: the three held-out readings beside the ceiling."""
+    e = trained.evaluation
+    return (
+        f"On {e.pairs} held-out pairs the reward model predicts the label with accuracy "
+        f"<strong>{e.heldout_accuracy:.3f} ± {e.heldout_se:.3f}</strong> (one binomial standard error) against "
+        f"the ceiling <strong>Acc* = {e.acc_star:.3f}</strong>; it orders pairs with different gold scores as g does "
+        f"in {100 * e.gold_order_accuracy:.1f}% of them, and its rank correlation with g is {e.spearman:.3f}. "
+        f"Normaliser (equation 15): μ = {trained.normalizer.mu:.3f}, ς = {trained.normalizer.sigma:.3f}."
+    )
+
+
+def pair_html(pairs: PreferencePairs, i: int) -> str:
+    """Pair i in full: the prompt, both continuations with their gold scores, the label and its probability."""
+    p = float(bt_prob(pairs.g_a[i], pairs.g_b[i], pairs.tau_label))
+    winner = "a" if pairs.label[i] else "b"
+    return (
+        f'<div class="fl-pair"><p><strong>Pair {i}.</strong> Prompt: “{html.escape(str(pairs.prompt[i]))}”</p>'
+        f"<p><strong>a</strong> (g = {pairs.g_a[i]:+.0f}): {html.escape(str(pairs.text_a[i]))}</p>"
+        f"<p><strong>b</strong> (g = {pairs.g_b[i]:+.0f}): {html.escape(str(pairs.text_b[i]))}</p>"
+        f"<p>The rater preferred <strong>{winner}</strong>; by equation 12 it prefers a with probability {p:.3f}.</p></div>"
+    )
+
+
+def safe_name(text: str) -> str:
+    """Letters, digits, '.', '-' and '_' only: a file name that cannot leave its folder."""
+    return "".join(c if c.isalnum() or c in ".-_" else "-" for c in text)
+
+
+# --- the page ---------------------------------------------------------------------------------------------------
+
+
+class RewardModelPage(pn.viewable.Viewer):
+    """Pairs (generated or loaded), their browser, live training, the readings, the probe, the sweep, saving."""
+
+    pairs = param.Integer(default=PairSettings.pairs, bounds=(50, 5000), step=50, label="Preference pairs")
+    tau_label = param.Number(default=TAU_LABEL, bounds=(0.05, 5.0), step=0.05, label="Label temperature τ_label")
+    seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (pairs and labels)")
+    pair = param.Integer(default=0, bounds=(0, 4999), label="Pairs shown from #")
+    steps = param.Integer(default=RewardModelSettings.steps, bounds=(20, 2000), step=10, label="Training steps")
+    min_count = param.Integer(default=RewardModelSettings.min_count, bounds=(1, 10), label="Embedding for tokens seen at least (times)")
+    train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
+
+    def __init__(self, query: dict[str, str] | None = None, root: Path | str | None = None, **params):
+        super().__init__(**params)
+        self.root = Path(runs.RUNS_DIR if root is None else root)
+        self.base: PreferencePairs | None = None  # the responses, with the labels they came with
+        self.data: PreferencePairs | None = None  # the responses labelled as the page shows them
+        self.source = ""
+        self.label_seed = 0
+        self.file_labels = False  # a loaded file's own labels are kept until tau_label or the seed moves
+        self.trained: TrainedRewardModel | None = None
+        self.sweep_rows: tuple[TauSweepRow, ...] = ()
+        self._quiet = False  # set while the page itself moves controls to a loaded file's values
+        self._closed = False  # the tab has closed: nothing starts any more
+        self._pending: dict[str, object] = {}
+
+        self.table = ColumnDataSource({k: [] for k in ("index", "prompt", "text_a", "g_a", "text_b", "g_b", "preferred", "p_a")}, name="pairs")
+        self.freq = ColumnDataSource({"gap": [], "frequency": [], "pairs": []}, name="label_frequency")
+        self.prob = ColumnDataSource({"gap": [], "p": []}, name="probability")
+        self.curve = ColumnDataSource({"step": [], "loss": [], "accuracy": []}, name="training")
+        self.ceiling = ColumnDataSource({"step": [], "acc_star": []}, name="ceiling")
+        self.probe = ColumnDataSource({k: [] for k in ("reply", "text", "g", "r_phi", "unknown_tokens")}, name="probe")
+        self.sweep = ColumnDataSource({k: [] for k in ("tau_label", "accuracy", "low", "high", "acc_star", "gold_order_accuracy", "spearman")}, name="sweep")
+
+        self.errors = notice_alert([])
+        self.errors.alert_type = "danger"
+        self.pairs_text = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.05em"})
+        self.pair_text = pn.pane.HTML(sizing_mode="stretch_width")
+        self.train_text = pn.pane.HTML('<p class="fl-train-summary">The reward model trains once the pairs are ready.</p>', sizing_mode="stretch_width", styles={"font-size": "1.05em"})
+        self.metrics = MetricRow({
+            "accuracy": ("held-out accuracy", "{value:.3f}"),
+            "se": ("± binomial SE", "{value:.3f}"),
+            "acc_star": ("Acc* (the ceiling)", "{value:.3f}"),
+            "gold_order": ("accuracy against g", "{value:.3f}"),
+            "spearman": ("Spearman with g", "{value:.3f}"),
+        })
+        self.metrics.pane.visible = False
+        self.saved_text = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self.files = pn.widgets.Select(label="Pairs files in the runs folder", options={}, width=360)
+        self.load_button = pn.widgets.Button(label="Load pairs", color="light", width=110, align="end")
+        self.load_button.on_click(lambda _event: self.load_file(self.files.value))
+        self.save_pairs_button = pn.widgets.Button(label="Save pairs", color="light", width=110, align="end", disabled=True)
+        self.save_pairs_button.on_click(lambda _event: self.save_pairs())
+        self.save_button = pn.widgets.Button(label="Save reward model", color="primary", width=170, disabled=True)
+        self.save_button.on_click(lambda _event: self.save_model())
+
+        self.pair_figure, self.loss_figure, self.accuracy_figure, self.sweep_figure = self._figures()
+        self.guide = session_guide()
+        self.check_card = PredictionCard("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", check_yourself_text(),
+                                         guide=self.guide, kind="Check yourself")
+
+        self.pairs_run = StreamingRun(self._show_pairs, lambda done: self._done(self.pairs_controls, done))
+        self.train_run = StreamingRun(self._show_training, lambda done: self._done(self.train_controls, done))
+        self.sweep_run = StreamingRun(self._show_sweep, lambda done: self._done(self.sweep_controls, done))
+        self.pairs_controls = RunControls(self.start_pairs, self.stop_pairs, seed=self.param.seed)
+        self.train_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
+        self.sweep_controls = RunControls(self.start_sweep, self.stop_sweep)
+        self.notice = sync_url(self, list(CONTROLS), query)
+        self.param.watch(self._changed, list(CONTROLS))  # after the link's values: the first start is the onload one
+        self._list_files()
+        self._update_probability_curve()
+        pn.state.onload(self.start_pairs)
+
+    # -- figures, built once; every update replaces the data of their sources
+
+    def _figures(self):
+        pair_fig = plot("gold-score gap g(y_a) − g(y_b)", "P(y_a preferred)", x_range=(-6, 6), y_range=(0, 1.02), height=300)
+        pair_fig.line("gap", "p", source=self.prob, color=OKABE_ITO["blue"], line_width=2, legend_label="σ(gap / τ_label), equation 12")
+        pair_fig.scatter("gap", "frequency", source=self.freq, color=OKABE_ITO["orange"], size=9, legend_label="share labelled a in the pairs")
+        pair_fig.legend.location = "top_left"
+        loss_fig = plot("optimiser step", "training loss (nats per pair)", x_range=(0, self.steps), height=300)
+        loss_fig.add_layout(Span(location=float(np.log(2)), dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
+        loss_fig.line("step", "loss", source=self.curve, color=OKABE_ITO["blue"], line_width=2, legend_label="−log σ(r_w − r_l), log 2 dashed")
+        loss_fig.legend.location = "top_right"
+        acc_fig = plot("optimiser step", "held-out pairwise accuracy", x_range=(0, self.steps), y_range=(0, 1.02), height=300)
+        acc_fig.add_layout(Span(location=0.5, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
+        acc_fig.line("step", "acc_star", source=self.ceiling, color=OKABE_ITO["vermillion"], line_dash=[6, 3], line_width=2, legend_label="Acc*, the ceiling")
+        acc_fig.line("step", "accuracy", source=self.curve, color=OKABE_ITO["green"], line_width=2, legend_label="reward model")
+        acc_fig.scatter("step", "accuracy", source=self.curve, color=OKABE_ITO["green"], size=5)
+        acc_fig.legend.location = "bottom_right"
+        sweep_fig = plot("label temperature τ_label (log scale)", "held-out accuracy", x_axis_type="log", x_range=(0.2, 5), y_range=(0, 1.02), height=300)
+        sweep_fig.add_layout(Span(location=0.5, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
+        sweep_fig.line("tau_label", "acc_star", source=self.sweep, color=OKABE_ITO["vermillion"], line_dash=[6, 3], line_width=2, legend_label="Acc*")
+        sweep_fig.segment("tau_label", "low", "tau_label", "high", source=self.sweep, color=OKABE_ITO["green"], line_width=2)
+        sweep_fig.scatter("tau_label", "accuracy", source=self.sweep, color=OKABE_ITO["green"], size=9, legend_label="reward model ± 1 SE")
+        sweep_fig.legend.location = "top_right"
+        return pair_fig, loss_fig, acc_fig, sweep_fig
+
+    def _tables(self):
+        pair_columns = [
+            TableColumn(field="index", title="#", width=40), TableColumn(field="prompt", title="prompt x", width=220),
+            TableColumn(field="text_a", title="continuation a", width=300), TableColumn(field="g_a", title="g(a)", width=50),
+            TableColumn(field="text_b", title="continuation b", width=300), TableColumn(field="g_b", title="g(b)", width=50),
+            TableColumn(field="preferred", title="preferred", width=70), TableColumn(field="p_a", title="P(a ≻ b)", width=70),
+        ]
+        probe_columns = [
+            TableColumn(field="reply", title="hand-written reply", width=180), TableColumn(field="text", title="text", width=420),
+            TableColumn(field="g", title="gold g", width=60, formatter=NumberFormatter(format="+0")),
+            TableColumn(field="r_phi", title="r_φ (normalised)", width=110, formatter=NumberFormatter(format="+0.00")),
+            TableColumn(field="unknown_tokens", title="unknown tokens", width=100),
+        ]
+        return (DataTable(source=self.table, columns=pair_columns, height=250, sizing_mode="stretch_width", index_position=None),
+                DataTable(source=self.probe, columns=probe_columns, height=260, sizing_mode="stretch_width", index_position=None))
+
+    # -- events
+
+    def _changed(self, *events):
+        if self._quiet:
+            return
+        names = {e.name for e in events}
+        with pn.io.hold():
+            if names & {"pairs", "seed"}:
+                self._soon("pairs", self.start_pairs)
+            elif "tau_label" in names and self.base is not None:
+                self._relabel()
+            elif names & TRAINING and self.data is not None:
+                self._invalidate_model()
+                self._soon("train", self.start_training)
+            if "tau_label" in names:
+                self._update_probability_curve()
+            if "pair" in names:
+                self._update_table()
+
+    def _soon(self, key: str, start) -> None:
+        """Start `start` once the controls have been still for RESTART_DELAY_MS (at once without a browser)."""
+        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+        if doc is None:
+            start()
+            return
+        pending = self._pending.pop(key, None)
+        if pending is not None:
+            doc.remove_timeout_callback(pending)
+
+        def run() -> None:
+            self._pending.pop(key, None)
+            start()
+
+        self._pending[key] = doc.add_timeout_callback(run, RESTART_DELAY_MS)
+
+    def _done(self, controls: RunControls, finished: bool) -> None:
+        controls.running = False
+        if finished:
+            controls.progress = 1.0
+
+    # -- the pairs
+
+    def pair_settings(self) -> PairSettings:
+        return PairSettings(pairs=self.pairs, tau_label=self.tau_label, seed=self.seed)
+
+    def start_pairs(self) -> None:
+        """Generate the pairs of the current settings (or take them from the server's cache)."""
+        if self._closed:
+            return
+        self.stop_training()
+        self.stop_sweep()
+        self.pairs_controls.param.update(running=True, progress=0.0)
+        settings = self.pair_settings()
+        self.pairs_run.start(lambda: generate(settings))
+
+    def stop_pairs(self) -> None:
+        self.pairs_run.stop()
+        self.pairs_controls.running = False
+
+    def _show_pairs(self, report) -> None:
+        if isinstance(report, Failed):
+            self.show_error(f"The pairs could not be generated: {report.message}")
+            return
+        if isinstance(report, PreferencePairs):
+            base = report
+        elif report.pairs is None:
+            self.pairs_controls.progress = report.done / report.total
+            return
+        else:
+            base = report.pairs
+        self.set_pairs(base, f"sampled from the {EMBEDDED} model (seed {self.seed})", self.seed, keep_labels=False)
+
+    def set_pairs(self, base: PreferencePairs, source: str, label_seed: int, keep_labels: bool) -> None:
+        """Show `base` (relabelled at the page's tau_label unless `keep_labels`) and retrain on it."""
+        self.base, self.source, self.label_seed, self.file_labels = base, source, label_seed, keep_labels
+        self.show_error("")
+        with pn.io.hold():
+            n = len(base)
+            self._quiet = True
+            self.pair = min(self.pair, n - 1)
+            self.param.pair.bounds = (0, n - 1)
+            self._quiet = False
+            self.save_pairs_button.disabled = False
+            self._relabel()
+
+    def _relabel(self) -> None:
+        keep = self.file_labels and self.tau_label == self.base.tau_label
+        self.data = self.base if keep else relabel(self.base, self.tau_label, self.label_seed)
+        self.freq.data = label_frequencies(self.data)
+        self.pairs_text.object = f'<p class="fl-pairs-summary">{pairs_summary(self.data, self.source)}</p>'
+        self._update_table()
+        self.stop_sweep()
+        self._invalidate_model()
+        self._soon("train", self.start_training)
+
+    def _update_probability_curve(self) -> None:
+        self.prob.data = {"gap": GAP_AXIS, "p": bt_prob(GAP_AXIS, 0.0, self.tau_label)}
+
+    def _update_table(self) -> None:
+        if self.data is None:
+            return
+        d = self.data
+        start = min(self.pair, len(d) - 1)
+        rows = np.arange(start, min(start + PAGE_ROWS, len(d)))
+        self.table.data = {
+            "index": rows, "prompt": d.prompt[rows], "text_a": d.text_a[rows], "g_a": d.g_a[rows], "text_b": d.text_b[rows],
+            "g_b": d.g_b[rows], "preferred": np.where(d.label[rows], "a", "b"),
+            "p_a": np.round(bt_prob(d.g_a[rows], d.g_b[rows], d.tau_label), 3),
+        }
+        self.pair_text.object = pair_html(d, start)
+
+    def _list_files(self) -> None:
+        folder = self.root / PAIRS_FOLDER
+        files = sorted(folder.glob("*.npz")) if folder.is_dir() else []
+        self.files.options = {f.name: str(f) for f in files}
+        self.load_button.disabled = not files
+
+    def load_file(self, path) -> None:
+        """Read a pairs file from the runs folder and train on it; a bad file is one sentence and nothing else changes."""
+        if not path:
+            return
+        try:
+            pairs = load_pairs(path)
+        except ValueError as error:
+            self.show_error(str(error))
+            return
+        self.stop_pairs()
+        self._quiet = True
+        if self.param.tau_label.bounds[0] <= pairs.tau_label <= self.param.tau_label.bounds[1]:
+            self.tau_label = pairs.tau_label
+        self._quiet = False
+        self._update_probability_curve()
+        self.set_pairs(pairs, f"from {Path(path).name} (written by the {pairs.model or 'unnamed'} model)", pairs.seed, keep_labels=True)
+
+    def save_pairs(self) -> Path | None:
+        """Write the pairs shown to the runs folder's pairs/ (the file `feedback-lab train-reward --pairs` reads)."""
+        if self.data is None:
+            return None
+        folder = self.root / PAIRS_FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / safe_name(f"pairs-{len(self.data)}-tau{self.data.tau_label:g}-seed{self.data.seed}.npz")
+        save_pairs(self.data, path)
+        self._list_files()
+        self.saved_text.object = f"Pairs saved to `{path}`."
+        return path
+
+    def show_error(self, message: str) -> None:
+        notice_alert([message] if message else [], self.errors)
+
+    # -- training
+
+    def train_settings(self) -> RewardModelSettings:
+        return RewardModelSettings(steps=self.steps, min_count=self.min_count, seed=self.train_seed,
+                                   eval_every=max(1, self.steps // CURVE_POINTS))
+
+    def _invalidate_model(self) -> None:
+        """The trained model no longer matches the data or the settings: clear its readings."""
+        self.train_run.stop()
+        self.trained = None
+        self.curve.data = {"step": [], "loss": [], "accuracy": []}
+        self.ceiling.data = {"step": [], "acc_star": []}
+        self.probe.data = {k: [] for k in self.probe.data}
+        self.metrics.pane.visible = False
+        self.save_button.disabled = True
+        self.train_controls.param.update(running=False, progress=0.0)
+
+    def start_training(self) -> None:
+        """Train the reward model on the pairs shown, replacing any run under way."""
+        if self.data is None or self._closed:
+            return
+        self._invalidate_model()
+        self.train_text.object = '<p class="fl-train-summary">Training…</p>'
+        self.loss_figure.x_range.end = self.accuracy_figure.x_range.end = self.steps
+        self.train_controls.running = True
+        pairs, settings = self.data, self.train_settings()
+        self.train_run.start(lambda: training_views(pairs, settings))
+
+    def stop_training(self) -> None:
+        self.train_run.stop()
+        self.train_controls.running = False
+
+    def _show_training(self, view: TrainingView) -> None:
+        if view.pairs is not self.data or view.settings != self.train_settings():
+            return  # delivered by a run replaced since
+        with pn.io.hold():
+            self.curve.data = view.curve
+            self.ceiling.data = {"step": [0, view.settings.steps], "acc_star": [view.acc_star, view.acc_star]}
+            self.train_controls.progress = view.progress
+            if view.trained is None:
+                return
+            self.trained = view.trained
+            e = view.trained.evaluation
+            self.metrics.update(accuracy=e.heldout_accuracy, se=e.heldout_se, acc_star=e.acc_star,
+                                gold_order=e.gold_order_accuracy, spearman=e.spearman)
+            self.metrics.pane.visible = True
+            self.train_text.object = f'<p class="fl-train-summary">{training_summary(view.trained)}</p>'
+            self.probe.data = {k: [row[k] for row in view.probe] for k in self.probe.data}
+            self.save_button.disabled = False
+
+    def save_model(self) -> Path | None:
+        """Save the trained model with its normaliser under the runs folder's reward-models/, and say how to use it."""
+        if self.trained is None:
+            return None
+        folder = self.root / runs.REWARD_MODELS
+        folder.mkdir(parents=True, exist_ok=True)
+        d = self.data
+        path = folder / safe_name(f"rm-{time.strftime('%Y%m%d-%H%M%S')}-{len(d)}pairs-tau{d.tau_label:g}-seed{self.train_seed}.pt")
+        save_reward_model(self.trained, path)
+        load_reward_model(path)  # the file just written must read back
+        self.saved_text.object = (
+            f"Saved to `{path}`. On the live-run page choose the reward `{REWARD_PREFIX}{path}` (with the feeling "
+            f"prompts it was trained on), or run `feedback-lab train-lm --reward {REWARD_PREFIX}{path} --prompt-set feelings`."
+        )
+        return path
+
+    # -- the stretch
+
+    def start_sweep(self) -> None:
+        """Relabel the same responses at each of SWEEP_TAUS and retrain (the training settings above)."""
+        if self.data is None or self._closed:
+            self.sweep_controls.running = False
+            return
+        self.sweep_controls.param.update(running=True, progress=0.0)
+        self.sweep.data = {k: [] for k in self.sweep.data}
+        pairs, settings, seed = self.data, self.train_settings(), self.label_seed
+        self.sweep_run.start(lambda: sweep_views(pairs, SWEEP_TAUS, settings, seed))
+
+    def stop_sweep(self) -> None:
+        self.sweep_run.stop()
+        self.sweep_controls.running = False
+
+    def _show_sweep(self, view: SweepView) -> None:
+        if view.pairs is not self.data:
+            return
+        self.sweep_controls.progress = view.progress
+        if len(view.rows) == len(self.sweep_rows) and view.rows == self.sweep_rows:
+            return
+        self.sweep_rows = view.rows
+        e = [r.evaluation for r in view.rows]
+        acc = np.array([x.heldout_accuracy for x in e])
+        se = np.array([x.heldout_se for x in e])
+        self.sweep.data = {
+            "tau_label": [r.tau_label for r in view.rows], "accuracy": acc, "low": acc - se, "high": acc + se,
+            "acc_star": [x.acc_star for x in e], "gold_order_accuracy": [x.gold_order_accuracy for x in e],
+            "spearman": [x.spearman for x in e],
+        }
+
+    def close(self) -> None:
+        """The tab closed: stop every worker."""
+        self._closed = True
+        for run in (self.pairs_run, self.train_run, self.sweep_run):
+            run.stop()
+
+    def __panel__(self):
+        pair_table, probe_table = self._tables()
+        data = pn.Column(
+            pn.pane.Markdown("### 1. Preference pairs", margin=(0, 10)),
+            pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160), slider(self.param.tau_label, width=300)),
+            self.pairs_controls,
+            pn.Row(self.files, self.load_button, self.save_pairs_button),
+            self.pairs_text,
+            pn.Row(
+                pn.Column(slider(self.param.pair, width=300), self.pair_text, sizing_mode="stretch_width"),
+                plot_with_downloads(self.pair_figure, {"label_frequency": self.freq, "probability": self.prob}, "Equation 12 in the pairs"),
+                sizing_mode="stretch_width",
+            ),
+            plot_with_downloads(pair_table, {"pairs": self.table}),
+            sizing_mode="stretch_width",
+        )
+        training = pn.Column(
+            pn.pane.Markdown(
+                "### 2. Train the reward model\nA fifth of the pairs is held out; each step draws 64 training pairs and "
+                "takes an AdamW step on equation 14. A changed setting retrains.",
+                sizing_mode="stretch_width", margin=(0, 10)),
+            pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
+            self.train_controls,
+            pn.Row(
+                plot_with_downloads(self.loss_figure, {"training": self.curve}, "Training loss"),
+                plot_with_downloads(self.accuracy_figure, {"training": self.curve, "ceiling": self.ceiling}, "Held-out accuracy under the ceiling Acc*"),
+                sizing_mode="stretch_width",
+            ),
+            self.train_text,
+            self.metrics,
+            pn.pane.Markdown("#### The probe: hand-written replies the language model rarely writes", margin=(0, 10)),
+            plot_with_downloads(probe_table, {"probe": self.probe}),
+            pn.Row(self.save_button),
+            self.saved_text,
+            sizing_mode="stretch_width",
+        )
+        sweep = pn.Column(
+            pn.pane.Markdown(
+                "### 3. Noisier raters (the stretch)\nThe same responses relabelled at τ_label = "
+                f"{', '.join(f'{t:g}' for t in SWEEP_TAUS)}, a reward model trained on each with the settings above.",
+                sizing_mode="stretch_width", margin=(0, 10)),
+            self.sweep_controls,
+            plot_with_downloads(self.sweep_figure, {"sweep": self.sweep}, "Accuracy and Acc* as the raters get noisier"),
+            sizing_mode="stretch_width",
+        )
+        return pn.Column(
+            self.notice,
+            self.errors,
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.check_card),
+            data,
+            training,
+            sweep,
+            sizing_mode="stretch_width",
+        )
+
+
+def page(query: dict[str, str] | None = None) -> RewardModelPage:
+    """A fresh page for one browser session (its controls read from the link's query)."""
+    return RewardModelPage(query=query)

@@ -1,0 +1,166 @@
+"""The reward-models page without a browser: its pairs, training, readings, probe, sweep and files against the engines.
+
+Most tests hand the page a small data set built from a few list words (no language model),
+so that they train in a second or two; one test generates pairs with the embedded model.
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+import app.pages.reward_model as rm
+from app.preferences_cli import probe_rows
+from app.runs import learned_rewards
+from engines.bradley_terry import bt_prob, oracle_accuracy
+from engines.preferences import PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
+from engines.reward_model import load_reward_model, tau_sweep, train_reward_model
+
+WORDS = ("wonderful", "superb", "boring", "awful", "the", "garden", "and", "quiet")
+"""Each word is one token id (100 + its index) in the small data sets."""
+
+
+def word_pairs(n=200, T=6, seed=0, tau_label=0.5) -> PreferencePairs:
+    """n pairs of T-word replies over WORDS, scored by the real gold score g and labelled by equation 12."""
+    rng = np.random.default_rng(seed)
+    ids_a, ids_b = rng.integers(0, len(WORDS), (n, T)), rng.integers(0, len(WORDS), (n, T))
+    text_a, text_b = (np.array([" " + " ".join(WORDS[i] for i in row) for row in ids]) for ids in (ids_a, ids_b))
+    g_a, g_b = gold_score(text_a), gold_score(text_b)
+    return PreferencePairs(
+        prompt=np.array(["My sister opened the letter and felt so"] * n), prompt_ids=np.full((n, 3), 7),
+        ids_a=ids_a + 100, ids_b=ids_b + 100, text_a=text_a, text_b=text_b, g_a=g_a, g_b=g_b,
+        label=label_pairs(g_a, g_b, tau_label, seed), tau_label=tau_label, seed=seed, model="embedded")
+
+
+def wait(condition, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the page's worker did not finish in time"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def make_page(monkeypatch, tmp_path):
+    """A page on word pairs (generated 'instantly'), writing under a temporary runs folder."""
+    monkeypatch.setattr(rm, "generate", lambda settings: iter([word_pairs(settings.pairs, seed=settings.seed)]))
+    pages = []
+
+    def build(query=None):
+        pg = rm.RewardModelPage(query={"pairs": "200", "steps": "40", **(query or {})}, root=tmp_path)
+        pages.append(pg)
+        return pg
+
+    yield build
+    for pg in pages:
+        pg.close()
+        for run in (pg.pairs_run, pg.train_run, pg.sweep_run):
+            run.join(30)
+
+
+def test_defaults_and_the_link(make_page):
+    pg = rm.RewardModelPage(query={}, root=".")
+    pg.close()
+    assert (pg.pairs, pg.tau_label, pg.steps, pg.min_count) == (2000, 0.5, 200, 2)  # the engines' defaults
+    assert not pg.notice.visible
+    pg = make_page({"tau_label": "1.5", "pair": "7", "min_count": "1"})
+    assert (pg.pairs, pg.tau_label, pg.pair, pg.min_count, pg.steps) == (200, 1.5, 7, 1, 40)
+
+
+@pytest.mark.parametrize("query,bad", [({"pairs": "10"}, "pairs"), ({"tau_label": "x"}, "tau_label"),
+                                       ({"steps": "100000"}, "steps"), ({"seed": "-1"}, "seed")])
+def test_bad_link_values_fall_back_with_a_notice(make_page, query, bad):
+    pg = make_page(query)
+    assert pg.notice.visible and f"{bad}=" in pg.notice.object
+    assert getattr(pg, bad) == rm.RewardModelPage.param[bad].default
+
+
+def test_pairs_table_and_equation_12_follow_the_data(make_page):
+    pg = make_page({"pair": "5"})
+    wait(lambda: pg.data is not None)
+    base = word_pairs(200)
+    d = pg.data
+    np.testing.assert_array_equal(d.label, relabel(base, 0.5, 0).label)
+    assert list(pg.table.data["index"]) == list(range(5, 5 + rm.PAGE_ROWS))
+    np.testing.assert_array_equal(pg.table.data["g_a"], base.g_a[5:13])
+    np.testing.assert_array_equal(pg.table.data["preferred"], np.where(d.label[5:13], "a", "b"))
+    np.testing.assert_allclose(pg.table.data["p_a"], np.round(bt_prob(base.g_a[5:13], base.g_b[5:13], 0.5), 3))
+    assert "Pair 5." in pg.pair_text.object and f"Acc* = {float(oracle_accuracy(d.g_a, d.g_b, 0.5)):.3f}" in pg.pairs_text.object
+    for gap, share in zip(pg.freq.data["gap"], pg.freq.data["frequency"]):
+        assert share == pytest.approx(d.label[d.g_a - d.g_b == gap].mean())
+    pg.tau_label = 2.0  # relabels at once, without sampling again
+    np.testing.assert_array_equal(pg.data.label, relabel(base, 2.0, 0).label)
+    np.testing.assert_allclose(pg.prob.data["p"], bt_prob(rm.GAP_AXIS, 0.0, 2.0))
+    assert pg.param.pair.bounds == (0, 199)
+
+
+def test_training_streams_and_reads_as_the_engine(make_page):
+    pg = make_page({"steps": "20"})
+    wait(lambda: pg.trained is not None)
+    settings = pg.train_settings()
+    trained = train_reward_model(pg.data, settings)
+    assert pg.trained.evaluation == trained.evaluation  # the same split, seed and steps
+    assert list(pg.curve.data["step"]) == list(range(settings.eval_every, 21, settings.eval_every))
+    held = split_pairs(pg.data, settings.heldout, settings.seed)[1]
+    assert pg.ceiling.data["acc_star"][0] == pytest.approx(float(oracle_accuracy(held.g_a, held.g_b, held.tau_label)))
+    shown = pg.metrics.values()
+    assert shown["accuracy"] == trained.evaluation.heldout_accuracy and shown["spearman"] == trained.evaluation.spearman
+    assert f"{trained.evaluation.heldout_accuracy:.3f} ± {trained.evaluation.heldout_se:.3f}" in pg.train_text.object
+    assert pg.probe.data["r_phi"] == [row["r_phi"] for row in probe_rows(trained)]
+    assert pg.probe.data["g"][pg.probe.data["reply"].index("one positive word repeated")] == -7.0
+    pg.min_count = 1  # a training control retrains
+    wait(lambda: pg.trained is not None and pg.trained.settings.min_count == 1)
+
+
+def test_save_the_model_and_the_pairs_then_load_them(make_page, tmp_path):
+    pg = make_page()
+    wait(lambda: pg.trained is not None)
+    path = pg.save_model()
+    assert path.parent == tmp_path / "reward-models" and f"reward-model:{path}" in pg.saved_text.object
+    assert learned_rewards(tmp_path) == [f"reward-model:{path}"]
+    again = load_reward_model(path)
+    np.testing.assert_allclose(again(pg.data.prompt_ids, pg.data.ids_a), pg.trained(pg.data.prompt_ids, pg.data.ids_a))
+    pairs_path = pg.save_pairs()
+    assert list(pg.files.options.values()) == [str(pairs_path)]
+    np.testing.assert_array_equal(load_pairs(pairs_path).label, pg.data.label)
+    pg.tau_label = 1.0
+    pg.load_file(str(pairs_path))  # the file's own labels and tau_label come back
+    assert pg.tau_label == 0.5 and "from pairs-200-tau0.5-seed0.npz" in pg.pairs_text.object
+    np.testing.assert_array_equal(pg.data.label, load_pairs(pairs_path).label)
+
+
+def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
+    pg = make_page()
+    wait(lambda: pg.data is not None)
+    before = pg.data
+    (tmp_path / "pairs").mkdir()
+    bad = tmp_path / "pairs" / "broken.npz"
+    bad.write_bytes(b"PK\x03\x04 not really a zip file")
+    pg._list_files()
+    pg.load_file(pg.files.options["broken.npz"])
+    assert pg.errors.visible and pg.errors.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
+    assert pg.data is before  # the page goes on with the pairs it had
+
+
+def test_the_sweep_matches_the_engine(make_page):
+    pg = make_page({"steps": "20", "pairs": "100"})
+    wait(lambda: pg.trained is not None)
+    pg.start_sweep()
+    wait(lambda: len(pg.sweep_rows) == len(rm.SWEEP_TAUS) and not pg.sweep_controls.running)
+    rows = tau_sweep(pg.data, rm.SWEEP_TAUS, pg.train_settings(), label_seed=pg.label_seed)
+    assert [r.evaluation for r in pg.sweep_rows] == [r.evaluation for r in rows]
+    np.testing.assert_allclose(pg.sweep.data["acc_star"], [r.evaluation.acc_star for r in rows])
+    assert pg.sweep.data["acc_star"][0] > pg.sweep.data["acc_star"][-1]  # noisier raters, a lower ceiling
+
+
+def test_pairs_from_the_embedded_model(tmp_path):
+    pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path)
+    try:
+        wait(lambda: pg.data is not None)
+        pg.stop_training()
+        expected = make_pairs(PairSettings(pairs=50, seed=0))
+        np.testing.assert_array_equal(pg.data.text_a, expected.text_a)
+        np.testing.assert_array_equal(pg.data.label, expected.label)
+        assert list(pg.table.data["text_b"]) == list(expected.text_b[: rm.PAGE_ROWS])
+    finally:
+        pg.close()
+        pg.train_run.join(30)

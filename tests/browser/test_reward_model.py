@@ -1,0 +1,45 @@
+"""The reward-models page in Chromium: pairs from the embedded model, a short training run, the pair slider, a link."""
+
+from playwright.sync_api import expect
+
+from engines.bradley_terry import oracle_accuracy
+from engines.preferences import PairSettings, make_pairs, split_pairs
+
+QUERY = "?pairs=60&steps=20"
+"""Small enough to generate and train in seconds on two cores."""
+
+
+def curve_points(page) -> int:
+    return page.evaluate("() => Bokeh.documents[0].get_model_by_name('training').data.step.length")
+
+
+def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_errors, shown_text, slider_handle, save_screenshot):
+    pairs = make_pairs(PairSettings(pairs=60, seed=0))  # what the server samples for this link
+    held = split_pairs(pairs, 0.2, 0)[1]
+    acc_star = float(oracle_accuracy(held.g_a, held.g_b, held.tau_label))
+    page = open_page("reward-model", QUERY)
+    summary = page.locator(".fl-train-summary").first
+    expect(summary).to_contain_text("held-out pairs", timeout=120_000)
+    assert f"the ceiling Acc* = {acc_star:.3f}" in shown_text(summary)
+    assert curve_points(page) == 20  # one point of the live curve per step (20 steps, read every step)
+    assert "60 pairs sampled from the embedded model" in shown_text(page.locator(".fl-pairs-summary").first)
+
+    handle = slider_handle(page, "Pairs shown from")
+    handle.focus()
+    for _ in range(3):
+        handle.press("ArrowRight")
+    pair = page.locator(".fl-pair").first
+    expect(pair).to_contain_text("Pair 3.")
+    assert f"a (g = {pairs.g_a[3]:+.0f}):" in shown_text(pair) and f"b (g = {pairs.g_b[3]:+.0f}):" in shown_text(pair)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('pair') === '3'")
+    page.get_by_text("2. Train the reward model").scroll_into_view_if_needed()  # the curves, readings and probe
+    save_screenshot(page, "reward_model")
+    assert console_errors == []
+
+
+def test_shared_link_restores_state(open_page, console_errors, shown_text, slider_value):
+    page = open_page("reward-model", QUERY + "&pair=5&tau_label=1&min_count=3")
+    expect(page.locator(".fl-pair").first).to_contain_text("Pair 5.", timeout=60_000)
+    assert "labelled at τ_label = 1.00" in shown_text(page.locator(".fl-pairs-summary").first)
+    assert slider_value(page, "Embedding for tokens") == "3" and slider_value(page, "Label temperature") == "1"
+    assert console_errors == []
