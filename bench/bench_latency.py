@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> None:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            # guided prompts off, so no prediction card hides a slider
+            page.add_init_script("localStorage.setItem('feedback-lab.guide', JSON.stringify({prompts: false, answers: {}}))")
             for info in available_pages():
                 per_slider, warm_up = measure_page(page, f"{url}/{info.route}", args.moves)
                 every = np.concatenate([np.asarray(v) for v in per_slider.values()]) if per_slider else np.array([])

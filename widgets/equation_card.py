@@ -1,21 +1,32 @@
-"""The card that opens every page: a plain-language introduction, the key equation, what to notice."""
+"""The card that opens every page: why the page exists, a plain-language introduction, the key equation, what to notice."""
 
 from __future__ import annotations
 
 import panel as pn
 
 
-def equation_card(intro: str, equation: str, notice: str, predict: str | None = None) -> pn.Column:
-    """Introduction (Markdown), the equation (LaTeX, without the $$), a "What to notice" line.
+def equation_card(intro: str, equation: str, notice: str, predict: str | None = None, *, why: str | None = None, prediction=None) -> pn.Column:
+    """"Why this page" (Markdown), the introduction, the equation (LaTeX, without the $$), a "What to notice" line.
 
-    `predict`, when given, is the seed's "Predict first" question, shown before the
-    controls so the reader commits to an answer before moving anything.
+    `why`, when given, opens the card: one paragraph on what the page is for.
+    `prediction`, a `widgets.predict.PredictionCard` or a tuple of them, is asked after the
+    equation; the "What to notice" line, which gives the answer away, stays hidden until the
+    (last) card is answered.
+    `predict`, the older static form, shows the seed's "Predict first" question as text.
     """
-    parts = [
+    parts = []
+    if why:
+        parts.append(pn.pane.Markdown(f"**Why this page.** {why}", sizing_mode="stretch_width", margin=(0, 10)))
+    parts += [
         pn.pane.Markdown(intro, sizing_mode="stretch_width", margin=(0, 10)),
         pn.pane.LaTeX(f"$${equation}$$", styles={"font-size": "1.15em"}, margin=(0, 10)),
-        pn.pane.Markdown(f"**What to notice.** {notice}", sizing_mode="stretch_width", margin=(0, 10)),
     ]
+    notice_pane = pn.pane.Markdown(f"**What to notice.** {notice}", sizing_mode="stretch_width", margin=(0, 10))
+    if prediction is not None:
+        cards = prediction if isinstance(prediction, tuple) else (prediction,)
+        parts += [*cards, cards[-1].guard(notice_pane, placeholder=False)]
+    else:
+        parts.append(notice_pane)
     if predict:
         parts.append(pn.pane.Markdown(f"**Predict first.** {predict}", sizing_mode="stretch_width", margin=(0, 10)))
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["equation-card"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import panel as pn
 import param
@@ -33,6 +34,10 @@ def _parse(parameter: param.Parameter, text: str):
         if (low is not None and value < low) or (high is not None and value > high):
             raise ValueError(f"outside the range {low} to {high}")
         return value
+    if isinstance(parameter, param.String):
+        if parameter.regex is not None and re.match(parameter.regex, text) is None:
+            raise ValueError("not of the form this control accepts")
+        return text
     if isinstance(parameter, param.Selector):
         for option in parameter.objects:
             if str(option) == text:

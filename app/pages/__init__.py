@@ -17,8 +17,22 @@ import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
 
-PAGE_ORDER = ("baselines", "bandit", "token_world", "toy_target", "preferences", "kl")
-"""Every page the app knows, in reading order (the seeds' order)."""
+PAGE_ORDER = ("baselines", "toy_target", "bandit", "token_world", "live_run", "kl", "preferences", "reward_model")
+"""Every page the app knows, in reading order: each text's own order of sections kept, the two merged
+by topic (the policy gradient and its noise, critics, a language model and its KL penalty, rewards
+learned from comparisons)."""
+
+SECTIONS = {
+    "baselines": "Module 9, sections 3 and 4",
+    "toy_target": "Module 9, sections 2 to 5 and Exercise 2",
+    "bandit": "Chapter 6, sections 6.4 to 6.7",
+    "token_world": "Chapter 6, sections 6.8 to 6.10",
+    "live_run": "Chapter 6, section 6.11",
+    "kl": "Chapter 6, section 6.12",
+    "preferences": "Module 9, sections 6 and 7",
+    "reward_model": "Module 9, section 8",
+}
+"""Where each page's material is in the two texts (chapter 6 of the book, module 9 of the workshop)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,11 @@ class PageInfo:
     @property
     def summary(self) -> str:
         return self.module.SUMMARY
+
+    @property
+    def sections(self) -> str:
+        """Where the page's material is in the texts ("" if not recorded)."""
+        return SECTIONS.get(self.name, "")
 
 
 def available_pages() -> list[PageInfo]:

@@ -36,6 +36,7 @@ from engines.policy_gradient import softmax
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls, seed_control
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
@@ -65,6 +66,13 @@ ANALYTIC = {"mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "samples", "see
 TRAINING = {"mu1", "mu2", "mu3", "mu4", "sd", "seeds", "steps", "lr", "train_seed"}
 """Controls of the training run: changing one restarts it."""
 
+WHY = (
+    "A bandit is the smallest setting in which a policy learns from ratings alone: one prompt, four possible "
+    "replies, a noisy score for the one it wrote. It is small enough that the exact gradient and its exact "
+    "variance are known, so the two claims every later method leans on can be checked rather than believed: "
+    "a baseline takes noise out of REINFORCE without biasing it, and without one training can settle on a "
+    "worse reply."
+)
 INTRO = (
     "One prompt has four possible replies, the arms of a bandit. The policy is a softmax over four logits θ, "
     "and reply k earns a noisy rating r with mean μ_k. One sampled reply gives the REINFORCE estimate of the "
@@ -87,6 +95,32 @@ NOTICE = (
 PREDICT = (
     "Subtracting b = 6.5 from every rating: will it change the average of the 200,000 estimates? "
     "Will it change their spread? Answer both before you look at the panels."
+)
+PREDICT_CHOICES = {"neither": "neither", "mean": "the average only", "spread": "the spread only", "both": "both"}
+PREDICT_EXPLANATION = (
+    "Only the spread. The baseline multiplies the score vector, and the score averages to zero under the "
+    "policy, so b adds nothing on average: the Monte Carlo means with and without it both sit on the exact "
+    "gradient. The spread is another matter. Every rating here lies between about 4 and 9, so without a "
+    "baseline each sample pushes its own reply up by an amount that hardly depends on how good the reply was. "
+    "With b near J the push says “better or worse than usual”, and the total variance falls many-fold; it "
+    "is lowest at b*."
+)
+ARM_QUESTION = (
+    "Every seed starts from the uniform policy and takes 400 steps of one sample each, learning rate 0.05, "
+    "on the arms above. Without a baseline, where do the 200 seeds end up?"
+)
+ARM_CHOICES = {
+    "all": "all on the best reply, arm 4, only more slowly than with a baseline",
+    "most": "most on arm 4, but dozens settle on a worse arm",
+    "chance": "spread over the four arms about evenly",
+}
+ARM_EXPLANATION = (
+    "Most find arm 4, but not all. Every rating is positive, so without a baseline the sampled arm is always "
+    "pushed up; the likelier it becomes, the more often it is sampled and pushed again. The better arms win on "
+    "average, because their pushes are a little larger, but a run that favours a worse arm early can stop "
+    "trying the others before the evidence that would correct it arrives. With either baseline an arm is "
+    "pushed up only when it does better than usual, and the seeds end on arm 4. Compare the bars and the "
+    "last column of the table."
 )
 
 
@@ -254,6 +288,9 @@ class BanditPage(pn.viewable.Viewer):
         self.b_to_star = pn.widgets.Button(label="b = b*", color="light", width=80, align="end")
         self.b_to_star.on_click(lambda _event: self.set_b(optimal_baseline(self.means, self.theta)))
         self.table = pn.pane.HTML(training_table(None), sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
+        self.guide = session_guide()
+        self.predict_card = PredictionCard("bandit/baseline-effect", PREDICT, PREDICT_CHOICES, "spread", PREDICT_EXPLANATION, guide=self.guide)
+        self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
         self.view: TrainingView | None = None
         self._pending_start = None  # the session's timeout callback of a delayed restart
         self.run = StreamingRun(self._show_training, self._training_done)
@@ -507,27 +544,34 @@ class BanditPage(pn.viewable.Viewer):
             ),
             pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
             self.run_controls,
-            pn.Row(
-                plot_with_downloads(self.training_figure, {"training": self.curves}, "Mean J over seeds, 10th to 90th percentile"),
-                plot_with_downloads(self.arms_figure, {"final_arms": self.arms}, "Which arm each seed prefers"),
-                sizing_mode="stretch_width",
+            self.arm_card,
+            self.arm_card.guard(
+                pn.Row(
+                    plot_with_downloads(self.training_figure, {"training": self.curves}, "Mean J over seeds, 10th to 90th percentile"),
+                    plot_with_downloads(self.arms_figure, {"final_arms": self.arms}, "Which arm each seed prefers"),
+                    sizing_mode="stretch_width",
+                ),
+                self.table,
+                note="where the seeds end up",
             ),
-            self.table,
             sizing_mode="stretch_width",
         )
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
             bandit,
             estimate,
-            self.summary,
-            self.metrics,
-            pn.Row(
-                plot_with_downloads(self.gradient_figure, {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
-                plot_with_downloads(self.variance_figure, {"variance_curve": self.curve, "variance_points": self.points}, "Total variance against the baseline b"),
-                sizing_mode="stretch_width",
+            self.predict_card.guard(
+                self.summary,
+                self.metrics,
+                pn.Row(
+                    plot_with_downloads(self.gradient_figure, {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
+                    plot_with_downloads(self.variance_figure, {"variance_curve": self.curve, "variance_points": self.points}, "Total variance against the baseline b"),
+                    sizing_mode="stretch_width",
+                ),
+                plot_with_downloads(self.histogram_figure, {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
+                note="the estimates",
             ),
-            plot_with_downloads(self.histogram_figure, {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
             training,
             sizing_mode="stretch_width",
         )

@@ -18,6 +18,7 @@ from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.numbers import to_fixed
+from widgets.predict import PredictionCard, session_guide
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
 from widgets.url_state import sync_url
@@ -35,15 +36,20 @@ NAMES = (
     "mean of the estimate (the true gradient)",
 )
 
+WHY = (
+    "REINFORCE points the right way only on average; any single estimate can be far off, and that noise "
+    "decides whether training gets anywhere. Here, on the smallest problem there is, you can see where the "
+    "noise comes from and what subtracting a baseline does to it, the fact every later page builds on."
+)
 INTRO = (
     "A policy picks action 1 with probability p = σ(θ) and action 2 otherwise; the rewards are 11 "
     "and 10. One sample gives the REINFORCE estimate: (R − b) times the score function, so it takes "
-    "one of two values. Subtracting a baseline b that does not depend on the sampled action changes "
-    "those two values, but not their mean (equation 8)."
+    "one of two values. The baseline b is a number subtracted from the reward that does not depend on "
+    "which action was sampled."
 )
 EQUATION = (
     r"\hat g = (R - b)\,\frac{d}{d\theta} \log \pi_\theta(y), \qquad "
-    r"\mathbb{E}[\hat g] = p\,g_1 + (1-p)\,g_2 = p(1-p)(11 - 10)\ \text{for every } b"
+    r"\mathbb{E}[\hat g] = p\,g_1 + (1-p)\,g_2"
 )
 NOTICE = (
     "The flat line never moves with b; the gap between the sloped lines (the standard deviation) "
@@ -53,6 +59,45 @@ PREDICT = (
     "Before you move the baseline b: of the two possible estimates, their mean and their "
     "standard deviation, which will not move?"
 )
+PREDICT_CHOICES = {
+    "estimates": "the two possible estimates",
+    "mean": "their mean",
+    "sd": "their standard deviation",
+    "none": "none of them: all three move with b",
+}
+PREDICT_EXPLANATION = (
+    "Only the mean stays put. Each estimate is (R − b) times its score, so both slide as b moves. But the "
+    "score averages to zero under the policy (equation 7), so whatever b adds to one estimate it takes away, "
+    "weighted by probability, from the other: the mean is p(1 − p) for every b (equation 8). The standard "
+    "deviation is the gap between the two estimates; it closes where the lines cross and opens again beyond."
+)
+SHIFT = 100.0
+"""The check-yourself of seed 001 section 3: the same amount added to both rewards."""
+
+
+def shift_card_text() -> tuple[str, dict[str, str], str]:
+    """Section 3's check-yourself on this page's rewards: question, choices, explanation, from the engine."""
+    before = two_action_estimates(0.5, 0.0, R1, R2)
+    after = two_action_estimates(0.5, 0.0, R1 + SHIFT, R2 + SHIFT)
+    question = (
+        f"At p = 0.5 with no baseline, add {SHIFT:g} to both rewards, so the actions pay {R1 + SHIFT:g} and "
+        f"{R2 + SHIFT:g}. Does the true gradient change, and what are the two possible one-sample estimates?"
+    )
+    choices = {
+        "grows": "The true gradient grows with the rewards, and the estimates with it.",
+        "noise": f"The true gradient stays {_g(after.mean)}; the estimates become {_g(after.g1)} and {_g(after.g2)}.",
+        "nothing": "Nothing changes: the same amount added to every reward cancels out.",
+    }
+    explanation = (
+        f"Adding the same amount to every reward does not change which action is better, so the true gradient "
+        f"is p(1 − p) = {_g(after.mean)} with the shift as it was without ({_g(before.mean)}). Each one-sample estimate, though, is the "
+        f"whole reward times a score of ±0.5: {_g(after.g1)} or {_g(after.g2)}, about "
+        f"{abs(float(after.g2)) / float(after.mean):.0f} times the size of what it estimates, its sign set by "
+        "which action happened to be drawn. Without a baseline the level of the reward is pure noise; a baseline "
+        "near the mean reward takes it away, as the demo above shows."
+    )
+    return question, choices, explanation
+
 
 
 def _g(x: float) -> str:
@@ -108,6 +153,12 @@ class BaselinesPage(pn.viewable.Viewer):
             }
         )
         self.table = pn.pane.Markdown(sizing_mode="stretch_width")
+        self.guide = session_guide()
+        self.predict_card = PredictionCard(
+            "baselines/what-moves", PREDICT, PREDICT_CHOICES, "mean", PREDICT_EXPLANATION, guide=self.guide
+        )
+        question, choices, explanation = shift_card_text()
+        self.shift_card = PredictionCard("baselines/reward-level", question, choices, "noise", explanation, guide=self.guide, kind="Check yourself")
         self.param.watch(self._changed, ["p", "b"])
         self.notice = sync_url(self, ["p", "b"], query)
         self._update_lines()
@@ -156,13 +207,17 @@ class BaselinesPage(pn.viewable.Viewer):
         )
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
-            controls,
-            self.summary,
-            self.metrics,
-            plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
-            pn.pane.Markdown("#### The seed's table, for the current p", margin=(0, 10)),
-            self.table,
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
+            self.predict_card.guard(
+                controls,
+                self.summary,
+                self.metrics,
+                plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
+                pn.pane.Markdown("#### The seed's table, for the current p", margin=(0, 10)),
+                self.table,
+                note="the demo",
+            ),
+            self.shift_card,
             sizing_mode="stretch_width",
         )
 

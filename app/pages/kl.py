@@ -34,6 +34,7 @@ from engines.kl_optimal import (
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.predict import PredictionCard, session_guide
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
 from widgets.url_state import sync_url
@@ -52,6 +53,12 @@ TOP_N = 8
 PAIR = ("better reply (reward + gap)", "worse reply")
 """The two equally likely replies of the exchange-rate panel."""
 
+WHY = (
+    "Trained against a reward alone, a language model finds whatever pleases the reward and drifts into "
+    "text nobody would write; the KL penalty keeps it near the model it started from, and β says how near. "
+    "On a reply space small enough to enumerate, the best policy for every β is known exactly, so you can "
+    "see what β buys: how much reward, at how much distance from the reference."
+)
 INTRO = (
     "Training on the reward minus β times the KL from the reference can at best reach one "
     "distribution, and it has a closed form: the reference, with every reply's probability "
@@ -72,6 +79,52 @@ NOTICE = (
     "the entropy gone). Only replies the reference already writes can be boosted: give “superb” zero "
     "reference probability and every reply containing it stays at exactly 0, for every β."
 )
+
+
+COLLAPSE_QUESTION = "As β → 0 the penalty vanishes. What does the best policy π* do?"
+COLLAPSE_CHOICES = {
+    "stays": "it stays close to the reference",
+    "spreads": "it spreads its probability evenly over the high-reward replies",
+    "collapses": "it puts all its probability on the single highest-reward reply",
+}
+NEVER_QUESTION = (
+    f"Suppose the reference never writes “{BEST_WORD}”: every reply containing it has π_ref = 0. What "
+    f"probability does π* give “{' '.join([BEST_WORD] * 3)}”, the reply with the highest reward, when β is very small?"
+)
+NEVER_CHOICES = {
+    "zero": "exactly 0, for every β",
+    "tiny": "a tiny amount that grows as β shrinks",
+    "most": "most of the probability as β → 0, since its reward is the highest",
+}
+
+
+def collapse_text() -> str:
+    """The answer to the β → 0 question, with the seed's exchange rates and this reply space's numbers."""
+    space, _, _ = reply_space(False)
+    best = int(np.argmax(space.r))
+    rates = " and ".join(
+        f"e<sup>{1 / b:.0f}</sup> {factor_html(1 / b, float(boost_factor(1.0, b)))} at β = {b}" for b in SEED_BETAS
+    )
+    return (
+        "All of it goes to the single highest-reward reply. π* multiplies each reference probability by exp(r/β), "
+        f"so two replies one unit of reward apart differ by a factor e<sup>1/β</sup>: {rates}. As β shrinks the "
+        f"factor grows without bound, and π* ends on “{space.replies[best]}”: the reward reaches its maximum, "
+        f"{space.r[best]:+.0f}, the entropy falls to 0, and the KL climbs to −log π_ref of that reply, "
+        f"{-space.ref_logp[best]:.2f} nats. That is the collapse of a run without a penalty: one reply, over and over."
+    )
+
+
+def never_written_text() -> str:
+    """The answer to the zero-reference-probability question: 0 for every beta, and where pi* goes instead."""
+    space, _, _ = reply_space(True)
+    top = int(np.argmax(np.where(np.isfinite(space.ref_logp), space.r, -np.inf)))
+    return (
+        "Exactly 0, for every β. π* is the reference times a finite factor exp(r/β), renormalised, so a reply the "
+        "reference never writes stays at probability 0 however high its reward: log π* = log π_ref + r/β − log Z "
+        "= −∞. The penalty can only reweight what the reference already writes; as β → 0 the probability goes to "
+        f"the best reply that is left, “{space.replies[top]}” (reward {space.r[top]:+.2f}). Tick the box above "
+        "to see it."
+    )
 
 
 def reference_without(word: str) -> tuple[float, ...]:
@@ -245,6 +298,9 @@ class KLPage(pn.viewable.Viewer):
         self.top_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         self.two = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         self.zero = pn.pane.HTML(sizing_mode="stretch_width")
+        self.guide = session_guide()
+        self.collapse_card = PredictionCard("kl/beta-to-zero", COLLAPSE_QUESTION, COLLAPSE_CHOICES, "collapses", collapse_text(), guide=self.guide)
+        self.never_card = PredictionCard("kl/never-written", NEVER_QUESTION, NEVER_CHOICES, "zero", never_written_text(), guide=self.guide)
         self._update_space()  # the link's values, applied next, update what depends on them
         self.param.watch(self._changed, ["log_beta", "zero_best", "gap"])
         self.notice = sync_url(self, ["log_beta", "zero_best", "gap"], query)
@@ -337,21 +393,25 @@ class KLPage(pn.viewable.Viewer):
         )
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE),
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.collapse_card),
             pn.Row(beta_slider, pn.widgets.Checkbox.from_param(self.param.zero_best, align="center")),
             self.summary,
             self.metrics,
-            pn.Row(
-                distributions,
-                plot_with_downloads(self.frontier_figure, {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
-                sizing_mode="stretch_width",
+            self.collapse_card.guard(
+                pn.Row(
+                    distributions,
+                    plot_with_downloads(self.frontier_figure, {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
+                    sizing_mode="stretch_width",
+                ),
+                note="the distributions and the frontier",
             ),
             pn.Row(
                 pn.Column(
                     pn.pane.Markdown("#### The most likely replies under π*", margin=(0, 10)),
                     self.top_table,
                     pn.pane.Markdown("#### A reply the reference never writes", margin=(0, 10)),
-                    self.zero,
+                    self.never_card,
+                    self.never_card.guard(self.zero, note="what π* gives those replies"),
                     sizing_mode="stretch_width",
                 ),
                 pn.Column(

@@ -20,6 +20,7 @@ from engines.bradley_terry import accuracy_vs_tau, bt_prob, oracle_accuracy, sam
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
@@ -40,8 +41,14 @@ TAU_AXIS = np.geomspace(0.05, 5.0, 121)
 BINS = np.linspace(0.0, 4.0, 9)
 """Gap bins for the label frequencies of a sampled |N(0, s)| set."""
 
+WHY = (
+    "The policy-gradient pages took a reward for every response as given. For what only people can judge, "
+    "such as how helpful a reply is, the reward has to be collected from people, and how it is collected "
+    "decides what can be learned from it. This page is about the model that links people's judgments to a "
+    "hidden quality, and the limit that model sets: with noisy raters no reward model, however large, "
+    "predicts every label."
+)
 INTRO = (
-    "Nobody can write down how good a response is, but a rater can say which of two is better. "
     "Bradley and Terry's model gives each response a latent quality u; a rater with label "
     "temperature τ_label prefers a to b with a probability that grows with the gap u_a − u_b. "
     "A low temperature is a consistent rater, a high one a coin."
@@ -67,11 +74,44 @@ def check_yourself_text() -> str:
     p = bt_prob(SEED_GAPS, 0.0, 0.5)
     acc = float(oracle_accuracy(SEED_GAPS, 0.0, 0.5))
     return (
-        "**Check yourself.** Three held-out pairs with gaps 0, 1 and 2, rater at τ_label = 0.5: the label "
-        f"probabilities are σ(0) = {p[0]:.1f}, σ(2) = {p[1]:.3f} and σ(4) = {p[2]:.3f}, so "
-        f"Acc* = ({p[0]:.1f} + {p[1]:.3f} + {p[2]:.3f}) / 3 = **{acc:.3f}**. A reward model at 0.79 on a large "
-        "set with the same gaps is at the ceiling."
+        "By equation 12 the three pairs are labelled the better way with probabilities "
+        f"σ(0) = {p[0]:.1f}, σ(2) = {p[1]:.3f} and σ(4) = {p[2]:.3f}; each is already the larger of p and 1 − p, so "
+        f"Acc* = ({p[0]:.1f} + {p[1]:.3f} + {p[2]:.3f}) / 3 = **{acc:.3f}**. The tie is a coin flip for anyone, and "
+        "even the clear pairs are now and then labelled the other way. A reward model at 0.79 on a large set with "
+        "the same gaps is at the ceiling, not mediocre: a bigger model cannot honestly do better, and one that did "
+        "by a clear margin would point to overfitting or to labels leaking into training."
     )
+
+
+COMPARE_QUESTION = (
+    "You need a reward that only people can give, such as how helpful a response is. Would you ask raters to "
+    "score each response from 1 to 10, or to say which of two responses is better?"
+)
+COMPARE_CHOICES = {"scores": "a score from 1 to 10 for each response", "comparisons": "which of two responses is better"}
+COMPARE_EXPLANATION = (
+    "Comparisons, as most preference data is collected. Raters use a scale differently (one rater's 6 is "
+    "another's 8), drift during a session, and find absolute judgments hard; asked which of two is better, "
+    "most people answer quickly and consistently. The price is that a comparison is a relative label: a model "
+    "is needed to turn choices into one number per response, which is what Bradley–Terry does below. "
+    "Comparisons can mislead too: two near-equal responses get close to a coin flip, and what raters prefer "
+    "is not always what we want."
+)
+CEILING_QUESTION = (
+    "A held-out set has three pairs with quality gaps u_a − u_b of 0, 1 and 2, labelled by a rater with "
+    "τ_label = 0.5. What is the best accuracy any model can reach on these labels, Acc*? A colleague calls a "
+    "reward model at 0.79 mediocre; is it?"
+)
+
+
+def ceiling_choices() -> dict[str, str]:
+    """The choices of the Acc* question; the right one is the engine's Acc* of gaps 0, 1, 2 at tau_label 0.5."""
+    acc = float(oracle_accuracy(SEED_GAPS, 0.0, 0.5))
+    return {
+        "half": "about 0.50: with a tie in the set, no better than a coin",
+        "ceiling": f"about {acc:.2f}: 0.79 is already at the ceiling",
+        "high": "about 0.95: 0.79 leaves room for a bigger model",
+        "one": "1.0: the true quality predicts every label",
+    }
 
 
 class PreferencesPage(pn.viewable.Viewer):
@@ -100,6 +140,11 @@ class PreferencesPage(pn.viewable.Viewer):
                 "se": ("binomial standard error", "{value:.3f}"),
                 "expected": ("Acc* of the sampled gaps", "{value:.3f}"),
             }
+        )
+        self.guide = session_guide()
+        self.compare_card = PredictionCard("preferences/scores-or-comparisons", COMPARE_QUESTION, COMPARE_CHOICES, "comparisons", COMPARE_EXPLANATION, guide=self.guide)
+        self.ceiling_card = PredictionCard(
+            "preferences/ceiling", CEILING_QUESTION, ceiling_choices(), "ceiling", check_yourself_text(), guide=self.guide, kind="Check yourself"
         )
         self.param.watch(self._changed, ["tau", "gaps", "s", "n", "seed"])
         self.notice = sync_url(self, ["tau", "gaps", "s", "n", "seed"], query)
@@ -159,16 +204,18 @@ class PreferencesPage(pn.viewable.Viewer):
         )
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE),
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.compare_card, self.ceiling_card)),
             controls,
-            self.summary,
-            self.metrics,
-            pn.Row(
-                plot_with_downloads(self.prob_figure, {"probability": self.prob, "label_frequency": self.freq}, "P(a ≻ b) against the gap"),
-                plot_with_downloads(self.ceiling_figure, {"ceiling": self.ceiling}, "The ceiling Acc* against τ_label"),
-                sizing_mode="stretch_width",
+            self.ceiling_card.guard(
+                self.summary,
+                self.metrics,
+                pn.Row(
+                    plot_with_downloads(self.prob_figure, {"probability": self.prob, "label_frequency": self.freq}, "P(a ≻ b) against the gap"),
+                    plot_with_downloads(self.ceiling_figure, {"ceiling": self.ceiling}, "The ceiling Acc* against τ_label"),
+                    sizing_mode="stretch_width",
+                ),
+                note="the ceiling and the sampled labels",
             ),
-            pn.pane.Markdown(check_yourself_text(), sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
 

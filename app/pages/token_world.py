@@ -33,6 +33,7 @@ from engines.token_world_training import TokenWorldTrainingSettings, summarise_t
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls, seed_control
 from widgets.sliders import slider
 from widgets.streaming import StreamingCurve, StreamingRun
@@ -65,6 +66,12 @@ LABELLED_T = 10
 TRAINING_COLUMNS = ("none", "loo") + tuple(f"gae_{lam:g}" for lam in TRAINING_LAMBDAS)
 """Column names of the training curves' data, one per row of `training_methods`."""
 
+WHY = (
+    "PPO and its relatives train language models with a critic: a second model that predicts, from every "
+    "prefix, how well the reply will end, so that one reward at the end becomes a signal for each token. "
+    "GAE's λ sets how far that signal trusts the critic. In this tiny world every value and every advantage "
+    "is exact, so what λ trades off can be measured instead of taken on faith."
+)
 INTRO = (
     "A reply is T tokens, each A or B, written by a policy that picks A with probability P(A). "
     "The state is (t, k): the position and how many A's have been written. The only reward comes after "
@@ -83,6 +90,19 @@ NOTICE = (
     "it comes from the random future tokens, not from the critic."
 )
 PREDICT = "Before you add critic noise: which λ will have the smallest total error with the exact critic, and why?"
+PREDICT_CHOICES = {
+    "0": "λ = 0: a single TD error",
+    "0.5": "λ = 0.5, halfway",
+    "0.95": "λ = 0.95, the value most often used",
+    "1": "λ = 1: the whole return minus V",
+}
+PREDICT_EXPLANATION = (
+    "λ = 0, with no error at all. In text the next state is certain: writing a token always leads to the same "
+    "prefix. So with the exact critic one TD error, r_t + γ V(s_{t+1}) − V(s_t), is exactly Q − V, the "
+    "advantage, in every episode. A larger λ adds later TD errors, which depend on tokens not yet written: "
+    "variance, and nothing gained. Add noise to the critic and λ = 0 inherits its error, so the best λ moves "
+    "up; the right-hand panel shows where."
+)
 DECOMPOSITION = (
     r"\text{error} = \text{bias}^2 + \text{variance}, \qquad "
     r"\text{bias}^2 = \big(\mathbb{E}[\hat A \mid s, a] - A(s, a)\big)^2, \qquad "
@@ -254,6 +274,8 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[EPISODE_CSS])
         self.episode_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.why = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
+        self.guide = session_guide()
+        self.predict_card = PredictionCard("token-world/best-lambda", PREDICT, PREDICT_CHOICES, "0", PREDICT_EXPLANATION, guide=self.guide)
         self.clamp = pn.pane.Alert(alert_type="info", sizing_mode="stretch_width", visible=False)
         self.threshold_slider = slider(self.param.threshold, width=300)  # its end follows T
         self._clamping = False
@@ -556,7 +578,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         )
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
             controls,
             self.summary,
             self.metrics,
@@ -566,18 +588,21 @@ class TokenWorldPage(pn.viewable.Viewer):
             self.episode_note,
             self.table,
             pn.Row(csv_download(self.episode, "episode.csv", "CSV: episode")),
-            self.why,
-            pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
-            pn.pane.Markdown(
-                "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
-                "against the exact advantage splits in two, averaged over the visited (state, action) pairs:",
-                sizing_mode="stretch_width",
-                margin=(0, 10),
+            self.predict_card.guard(self.why, placeholder=False),
+            self.predict_card.guard(
+                pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
+                pn.pane.Markdown(
+                    "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
+                    "against the exact advantage splits in two, averaged over the visited (state, action) pairs:",
+                    sizing_mode="stretch_width",
+                    margin=(0, 10),
+                ),
+                pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
+                plot_with_downloads(self.grid, {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
+                mc_controls,
+                self.mc_status,
+                note="the bias and variance of GAE against λ",
             ),
-            pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
-            plot_with_downloads(self.grid, {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
-            mc_controls,
-            self.mc_status,
             pn.pane.Markdown("#### Training: REINFORCE against GAE critics", margin=(0, 10)),
             pn.pane.Markdown(
                 "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, 16 episodes per update. "

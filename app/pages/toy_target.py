@@ -40,6 +40,7 @@ from engines.toy_target import (
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
@@ -69,6 +70,12 @@ TABLE_CSS = """
 .fl-table th:first-child, .fl-table td:first-child { text-align: left; }
 """
 
+WHY = (
+    "The baselines page made its point with two actions. Here the same questions are asked of a real policy "
+    "that writes sequences: which estimators of the gradient are unbiased, how much noise a baseline and "
+    "per-token credit take away, and whether less noise makes training faster. The task is small enough "
+    "(262,144 responses) that the exact gradient is known, so every answer is a measurement against the truth."
+)
 INTRO = (
     "The first half of Lab 9 trains a policy whose optimum you know. It writes T = 6 symbols from a "
     "vocabulary of 8, each from a softmax over logits θ[t, y_{t−1}] (a bigram policy), and earns the "
@@ -88,17 +95,48 @@ NOTICE = (
     "baseline and the reward-to-go change is the spread, and the training runs with less spread reach "
     "J ≥ 0.9 sooner and more often."
 )
-PREDICT = "Before the table fills in: rank no baseline, leave-one-out and token-level rewards by total variance."
+PREDICT = (
+    "Before the table fills in: rank no baseline, leave-one-out and token-level rewards by the total variance "
+    "of one estimate at N = 16, largest first."
+)
+RANKING_CHOICES = {
+    "none-loo-token": "no baseline, then leave-one-out, then token-level rewards",
+    "none-token-loo": "no baseline, then token-level rewards, then leave-one-out",
+    "loo-none-token": "leave-one-out, then no baseline, then token-level rewards",
+    "same": "all about the same: these choices move the mean, not the spread",
+}
+RANKING_ANSWER = "none-loo-token"
+"""The ranking of the exact total variances at N = 16 (tests/app/test_toy_target_page.py checks it)."""
+RANKING_EXPLANATION = (
+    "No baseline is the noisiest. Every reward is positive (1/8 on average at the start), so each sample "
+    "pushes its own symbols up whatever it scored. The leave-one-out baseline removes that common level. "
+    "Token-level rewards remove another part of the noise: each symbol is credited only with the matches at "
+    "its own position and later, not with those made before it, which it could not affect; at N = 16 that "
+    "takes away a little more than the baseline does. None of them moves the mean (only the batch mean "
+    "shrinks it, by 1 − 1/N), and the last row, both together, is the quietest of all."
+)
 
 
 def check_yourself_text() -> str:
     """Section 2's check-yourself at the uniform policy: log pi(y) = T log(1/V), an exact match 1/V^T."""
     return (
-        f"**Check yourself.** At the uniform start every response has log π(y) = {T} log(1/{V}) = "
+        f"At the uniform start every response has log π(y) = {T} log(1/{V}) = "
         f"**{T * math.log(1 / V):.2f}**, and the policy writes the target exactly with probability "
         f"(1/{V})^{T} = **1/{V**T:,}**, about {V**-T:.1e}. An all-or-nothing reward would leave almost every "
-        f"batch of 64 at zero; the fraction of matching positions differs from sample to sample from the first step."
+        f"batch of 64 at zero, and zeros say nothing about which way is better; the fraction of matching "
+        f"positions differs from sample to sample from the first step, so there is a signal to follow."
     )
+
+
+START_QUESTION = (
+    f"The policy starts uniform: every symbol has probability 1/{V} at each of the {T} steps. What is log π(y) "
+    "of a response, and how likely is the policy to write the target y* exactly?"
+)
+START_CHOICES = {
+    "every": f"log π(y) = {T * math.log(1 / V):.2f} for every response; an exact match has probability 1/{V**T:,}",
+    "per-step": f"log π(y) = {math.log(1 / V):.2f} for every response; an exact match has probability 1/{V}",
+    "depends": "log π(y) depends on how close the response is to the target",
+}
 
 
 @lru_cache(maxsize=64)
@@ -262,6 +300,11 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.experiment_run = StreamingRun(self._apply_batches, lambda done: self._done(self.experiment_controls, done))
         self.training_run = StreamingRun(self._apply_training, lambda done: self._done(self.training_controls, done))
         self._started = False
+        self.guide = session_guide()
+        self.start_card = PredictionCard(
+            "toy-target/uniform-start", START_QUESTION, START_CHOICES, "every", check_yourself_text(), guide=self.guide, kind="Check yourself"
+        )
+        self.ranking_card = PredictionCard("toy-target/variance-ranking", PREDICT, RANKING_CHOICES, RANKING_ANSWER, RANKING_EXPLANATION, guide=self.guide)
         names = [n for n in self.param if n != "name"]
         self.param.watch(self._changed, names)
         self.notice = sync_url(self, names, query)
@@ -459,8 +502,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         )
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
-            pn.pane.Markdown(check_yourself_text(), sizing_mode="stretch_width", margin=(0, 10)),
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.start_card, self.ranking_card)),
             experiment,
             pn.Row(
                 pn.pane.Markdown("**Compared with no baseline:**", margin=(8, 10)),
@@ -484,8 +526,11 @@ class ToyTargetPage(pn.viewable.Viewer):
             pn.Row(
                 pn.Column(
                     pn.pane.Markdown("#### Exercise 2: total variance of one estimate, the same samples for every row", margin=(0, 10)),
-                    self.variance_table,
-                    csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),
+                    self.ranking_card.guard(
+                        self.variance_table,
+                        csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),
+                        note="the variance table",
+                    ),
                     sizing_mode="stretch_width",
                 ),
                 pn.Column(

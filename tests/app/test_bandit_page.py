@@ -187,3 +187,22 @@ def test_link_state_is_applied_and_sessions_are_separate():
     assert not pg.notice.visible
     other = make()
     assert other.b == 6.5 and other.gradient is not pg.gradient
+
+
+def test_the_predictions_guard_the_estimates_and_the_training_result():
+    from app.pages.bandit import training_views
+    from engines.bandit import MEANS
+
+    pg = make()
+    pg.__panel__()
+    assert not pg.predict_card.revealed and not pg.arm_card.revealed
+    pg.predict_card.commit("spread")
+    assert pg.predict_card.revealed and not pg.arm_card.revealed
+    pg.guide.prompts = False
+    assert pg.arm_card.revealed
+    # The arm card's answer at the settings its question names: most seeds on arm 4, dozens not, none with a baseline.
+    settings = BanditTrainingSettings(means=MEANS, sd=1.0, seeds=200, steps=400, lr=0.05, seed=0, report_steps=(400,))
+    *_, view = training_views(settings, 400)
+    assert pg.arm_card.answer == "most"
+    assert 24 <= view.stats["none"]["worse"] < 100
+    assert view.stats["running"]["worse"] == view.stats["value"]["worse"] == 0

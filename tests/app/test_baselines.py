@@ -85,3 +85,20 @@ def test_sessions_do_not_share_state():
     first.b = 7.0
     assert second.b == 0.0
     assert first.lines is not second.lines
+
+
+def test_the_prediction_guards_the_demo_and_the_check_yourself_uses_the_engine():
+    from app.pages.baselines import R1, R2, SHIFT, shift_card_text
+
+    pg = page(query={})
+    placeholder, demo = pg.__panel__()[2]
+    assert placeholder.visible and not demo.visible and not pg.predict_card.revealed
+    assert pg.predict_card.answer == "mean"  # seed 001 section 4: the mean never moves with b
+    pg.predict_card.commit("sd")
+    assert demo.visible and not placeholder.visible and "Not quite" in pg.predict_card.verdict.object
+    shifted = two_action_estimates(0.5, 0.0, R1 + SHIFT, R2 + SHIFT)  # section 3: 100 added to both rewards
+    _, choices, explanation = shift_card_text()
+    assert pg.shift_card.answer == "noise" and choices["noise"] == f"The true gradient stays {float(shifted.mean):g}; the estimates become {float(shifted.g1):g} and {float(shifted.g2):g}."
+    assert not pg.shift_card.revealed
+    pg.guide.prompts = False
+    assert pg.shift_card.revealed and "55.5 or -55" in explanation

@@ -123,3 +123,18 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
     pg = page(query=query)
     assert pg.notice.visible and f"{bad}=" in pg.notice.object
     assert getattr(pg, bad) == KLPage.param[bad].default
+
+
+def test_the_predictions_guard_the_frontier_and_the_zero_panel():
+    from app.pages.kl import collapse_text, never_written_text
+
+    pg = page(query={})
+    pg.__panel__()
+    assert not pg.collapse_card.revealed and not pg.never_card.revealed
+    space = reply_space(False)[0]
+    best = int(np.argmax(space.r))
+    assert f"“{space.replies[best]}”" in collapse_text() and f"{-space.ref_logp[best]:.2f} nats" in collapse_text()
+    assert "e<sup>5</sup> = 148" in collapse_text() and "e<sup>20</sup> ≈ 4.9 × 10<sup>8</sup>" in collapse_text()
+    assert "“good good good”" in never_written_text()
+    pg.guide.prompts = False
+    assert pg.collapse_card.revealed and pg.never_card.revealed

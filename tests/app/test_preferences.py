@@ -71,3 +71,15 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
     pg = page(query=query)
     assert pg.notice.visible and f"{bad}=" in pg.notice.object
     assert getattr(pg, bad) == PreferencesPage.param[bad].default
+
+
+def test_the_predictions_guard_the_ceiling_until_answered():
+    pg = page(query={})
+    placeholder, results = pg.__panel__()[3]
+    assert placeholder.visible and not results.visible
+    assert pg.compare_card.answer == "comparisons" and pg.ceiling_card.answer == "ceiling"
+    assert "about 0.79" in pg.ceiling_card.choices["ceiling"]
+    pg.compare_card.commit("scores")
+    assert not results.visible  # the comparisons question guards only its own answer
+    pg.ceiling_card.commit("ceiling")
+    assert results.visible and not placeholder.visible and "Right." in pg.ceiling_card.verdict.object

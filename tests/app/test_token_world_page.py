@@ -155,3 +155,15 @@ def test_sessions_do_not_share_state_and_close_stops_work():
     first.close()
     first.training.run.join(30)
     assert not first.training.run.running and not first.training.controls.running
+
+
+def test_the_prediction_guards_the_lambda_panels_and_its_answer_is_the_engines():
+    pg = page(query={})
+    pg.__panel__()
+    assert not pg.predict_card.revealed
+    exact = gae_decomposition_exact(pg.world_settings())
+    best = float(exact.lambdas[int(np.argmin(exact.total[:, 0]))])  # the exact critic's column
+    assert pg.predict_card.answer == f"{best:g}" == "0"
+    pg.predict_card.commit("0.95")
+    assert pg.predict_card.revealed and "Not quite" in pg.predict_card.verdict.object
+    pg.close()

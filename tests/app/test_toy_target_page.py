@@ -152,3 +152,18 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
     pg.close()
     assert pg.notice.visible and f"{bad}=" in pg.notice.object
     assert getattr(pg, bad) == ToyTargetPage.param[bad].default
+
+
+def test_the_predictions_and_the_engines_ranking_of_the_variances(default_page):
+    from app.pages.toy_target import RANKING_ANSWER, exact_variances_at_start
+
+    pg = default_page
+    pg.__panel__()
+    assert not pg.start_card.revealed and not pg.ranking_card.revealed
+    assert pg.start_card.answer == "every" and "-12.48" in pg.start_card.choices["every"]
+    totals = {name: float(v.sum()) for name, v in exact_variances_at_start(16, 0).items()}
+    ranking = sorted(("none", "loo", "token"), key=totals.get, reverse=True)  # Exercise 2 at N = 16, largest first
+    assert RANKING_ANSWER == "-".join(ranking)
+    pg.guide.prompts = False
+    assert pg.start_card.revealed and pg.ranking_card.revealed
+    pg.guide.prompts = True

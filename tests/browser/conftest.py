@@ -3,12 +3,18 @@
 Fixtures for every page's browser tests (helpers are fixtures too, so test modules
 import nothing from here):
     server_url       base URL of a `python -m app.cli serve` started on a free localhost port
+                     (offline, with an empty Hugging Face cache, writing runs to `runs_dir`)
+    runs_dir         the test server's runs folder, a temporary one
     console_errors   console errors and page errors of the `page` fixture, filled as it runs
-    open_page        open_page(route, query="") loads a page, waits until Bokeh has drawn it
+    open_page        open_page(route, query="", prompts=False) loads a page, waits until Bokeh has drawn it
+                     and the page has read the browser's stored guide state; with prompts=False the
+                     browser starts with guided prompts off, so every guarded panel is shown
+                     (tests/browser/test_guided.py tests the prompts themselves)
     slider_handle    slider_handle(page, label): the handle of the slider titled `label...`
     slider_value     slider_value(page, label): the value its title shows, as text
     shown_text       shown_text(locator): the element's text, whitespace collapsed
     save_screenshot  save_screenshot(page, name) writes docs/screenshots/NAME.png
+    wait_for_guide   wait_for_guide(page): waits until the page has read the browser's guide state
 """
 
 from __future__ import annotations
@@ -76,14 +82,22 @@ def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) ->
 
 
 @pytest.fixture(scope="session")
-def server_url():
+def runs_dir(tmp_path_factory) -> Path:
+    """The test server's runs folder (FEEDBACK_LAB_RUNS): runs started in tests never land in runs/."""
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="session")
+def server_url(runs_dir, tmp_path_factory):
     port = free_port()
+    # No network and an empty Hugging Face cache: a hub model must be refused with one sentence.
+    offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path_factory.mktemp("hf-home"))}
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": str(runs_dir), **offline},
     )
     url = f"http://localhost:{port}"
     try:
@@ -105,13 +119,40 @@ def console_errors(page):
     return errors
 
 
+PROMPTS_OFF = """
+try {
+  if (localStorage.getItem('feedback-lab.guide') === null) {
+    localStorage.setItem('feedback-lab.guide', JSON.stringify({prompts: false, answers: {}}))
+  }
+} catch (error) {}
+"""
+"""Run before a page's scripts: a browser that has switched the guided prompts off (unless it has a state already)."""
+
+
+def _wait_for_guide(page) -> None:
+    """Wait until the header's switch is enabled: the server has the browser's stored guide state."""
+    page.locator("[role=switch]:not(.bk-disabled)").first.wait_for(state="attached", timeout=20_000)
+
+
+@pytest.fixture(scope="session")
+def wait_for_guide():
+    return _wait_for_guide
+
+
 @pytest.fixture
 def open_page(page, server_url, console_errors):
-    def go(route: str, query: str = ""):
+    prompts_off = False
+
+    def go(route: str, query: str = "", prompts: bool = False):
+        nonlocal prompts_off
+        if not prompts and not prompts_off:
+            page.add_init_script(PROMPTS_OFF)
+            prompts_off = True
         page.goto(f"{server_url}/{route}{query}")
         # The document has rendered once Bokeh has its models and the first canvas is drawn.
         page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
         page.locator(".bk-Canvas, .fl-index").first.wait_for(state="attached", timeout=20_000)
+        _wait_for_guide(page)
         return page
 
     return go

@@ -25,7 +25,9 @@ def sentence(page):
 def test_page_loads_streams_and_trains(open_page, console_errors, save_screenshot):
     page = open_page("toy-target")
     expect(sentence(page)).to_have_text(expected_sentence(), timeout=STREAM_MS)
-    assert page.get_by_text("Check yourself.").count() == 1 and page.get_by_text("-12.48").count() == 1
+    card = page.locator(".fl-card-toy-target-uniform-start")  # with prompts off: the question, its answer and why
+    expect(card).to_contain_text("Check yourself.")
+    expect(card).to_contain_text("log π(y) = 6 log(1/8) = -12.48, and the policy writes the target exactly with probability (1/8)^6 = 1/262,144")
     expect(page.locator(".fl-table th", has_text="after 400 of 400 steps")).to_have_count(1, timeout=STREAM_MS)
     expect(page.locator(".fl-table tr[data-estimator=token_loo]")).to_contain_text("token-level + leave-one-out")
     page.wait_for_timeout(500)  # let the plots finish drawing before the picture

@@ -1,0 +1,135 @@
+"""The prediction card and the guide without a browser: committing reveals, the off switch reveals all."""
+
+import json
+
+import panel as pn
+import pytest
+
+from widgets.equation_card import equation_card
+from widgets.predict import BrowserStore, Guide, PredictionCard, bind_store, card_class, session_guide
+
+CHOICES = {"mean": "their mean", "sd": "their standard deviation", "both": "both"}
+
+
+def card(guide: Guide, key: str = "demo/what-moves") -> PredictionCard:
+    return PredictionCard(key, "Which will not move?", CHOICES, "mean", "Only the mean stays put.", guide=guide)
+
+
+def guarded(c: PredictionCard):
+    wrapper = c.guard(pn.pane.Markdown("the plot"), note="the plot")
+    placeholder, column = wrapper
+    return placeholder, column
+
+
+def test_a_card_guards_until_the_learner_commits():
+    guide = Guide()
+    c = card(guide)
+    placeholder, column = guarded(c)
+    assert not c.revealed and not column.visible and placeholder.visible
+    assert "the plot" in placeholder.object
+    assert c.options.visible and c.reveal_button.visible and c.reveal_button.disabled  # nothing chosen yet
+    assert c.options.value is None and not c.explanation.visible
+    c.options.value = "sd"
+    assert not c.reveal_button.disabled and not c.revealed  # choosing is not yet committing
+    c.reveal_button.clicks += 1
+    assert c.revealed and column.visible and not placeholder.visible
+    assert guide.answers == {"demo/what-moves": "sd"}
+    assert c.explanation.visible and not c.options.visible and not c.reveal_button.visible
+    assert "Not quite" in c.verdict.object and "their standard deviation" in c.verdict.object
+    assert "<strong>their mean</strong>" in c.verdict.object  # the right answer is named
+
+
+def test_a_right_answer_is_marked_right_and_ask_again_guards_once_more():
+    guide = Guide()
+    c = card(guide)
+    placeholder, column = guarded(c)
+    c.commit("mean")
+    assert "Right." in c.verdict.object and "Not quite" not in c.verdict.object
+    assert c.again_button.visible
+    c.again_button.clicks += 1
+    assert guide.answers == {} and not c.revealed and not column.visible and placeholder.visible
+
+
+def test_the_off_switch_reveals_every_card_and_on_guards_the_unanswered_again():
+    guide = Guide()
+    first, second = card(guide, "a/one"), card(guide, "a/two")
+    columns = [guarded(first)[1], guarded(second)[1]]
+    second.commit("both")
+    guide.prompts = False
+    assert all(c.revealed for c in (first, second)) and all(col.visible for col in columns)
+    assert not first.options.visible and not first.again_button.visible
+    assert "The answer: <strong>their mean</strong>" in first.verdict.object  # unanswered: the answer, no verdict
+    assert "Not quite" in second.verdict.object  # answered: the learner's own verdict stays
+    guide.prompts = True
+    assert not first.revealed and not columns[0].visible
+    assert second.revealed and columns[1].visible  # answered before, still shown
+
+
+def test_a_stored_answer_reveals_on_load_and_an_unknown_one_does_not():
+    guide = Guide(answers={"demo/what-moves": "mean", "demo/other": "sd"})
+    assert card(guide).revealed
+    assert not card(Guide(answers={"demo/what-moves": "a choice no longer offered"})).revealed
+
+
+def test_invalid_cards_and_choices_are_refused():
+    with pytest.raises(ValueError, match="not one of the choices"):
+        PredictionCard("k", "?", CHOICES, "median", "", guide=Guide())
+    with pytest.raises(ValueError, match="not one of the choices"):
+        card(Guide()).commit("median")
+
+
+def test_equation_card_hides_what_to_notice_until_the_last_card_is_answered():
+    guide = Guide()
+    first, last = card(guide, "p/one"), card(guide, "p/two")
+    layout = equation_card("intro", "x = 1", "the answer", why="why", prediction=(first, last))
+    texts = [getattr(part, "object", "") for part in layout]
+    assert texts[0] == "**Why this page.** why" and texts[1] == "intro"
+    assert layout[3] is first.__panel__() and layout[4] is last.__panel__()
+    notice = layout[5][0]
+    assert not notice.visible and "the answer" in notice[0].object
+    first.commit("mean")
+    assert not notice.visible
+    last.commit("mean")
+    assert notice.visible
+
+
+def test_guide_state_round_trips_and_bad_stored_state_is_ignored():
+    guide = Guide()
+    guide.answer("a/b", "mean")
+    guide.prompts = False
+    copy = Guide()
+    copy.load(guide.to_json())
+    assert (copy.prompts, copy.answers) == (False, {"a/b": "mean"})
+    for text in ("not json", "[1, 2]", json.dumps({"prompts": "no", "answers": ["x"]}), ""):
+        fresh = Guide()
+        fresh.load(text)
+        assert (fresh.prompts, fresh.answers) == (True, {})
+    mixed = Guide()
+    mixed.load(json.dumps({"prompts": False, "answers": {"a": "x", "b": 3}}))
+    assert (mixed.prompts, mixed.answers) == (False, {"a": "x"})
+
+
+def test_the_store_bridge_reads_the_browser_first_and_then_writes_changes():
+    guide, store = Guide(), BrowserStore()
+    bind_store(guide, store)
+    guide.prompts = False  # before the browser has answered: nothing is written over its state
+    assert store.value == ""
+    store.value = json.dumps({"prompts": True, "answers": {"a/b": "sd"}})  # what the browser had stored
+    store.loaded = True
+    assert guide.synced and guide.prompts and guide.answers == {"a/b": "sd"}
+    guide.prompts = False
+    assert json.loads(store.value) == {"prompts": False, "answers": {"a/b": "sd"}}
+
+
+def test_a_browser_without_storage_keeps_the_defaults():
+    guide, store = Guide(), BrowserStore()
+    bind_store(guide, store)
+    store.loaded = True  # localStorage refused: the browser sends no value, only that it has looked
+    assert guide.synced and guide.prompts and guide.answers == {}
+    guide.prompts = False  # the switch still works for the session
+    assert json.loads(store.value)["prompts"] is False
+
+
+def test_outside_a_session_each_lookup_is_a_fresh_guide_and_classes_name_cards():
+    assert session_guide() is not session_guide()
+    assert card_class("baselines/what-moves") == "fl-card-baselines-what-moves"

@@ -1,0 +1,280 @@
+"""Predict first, then look: a card that asks a question and keeps a panel hidden until it is answered.
+
+Seed 001 teaches with "Predict first" and "Check yourself" prompts: the learner commits to an
+answer before the demo shows it, which teaches more than reading the answer straight away.
+A `PredictionCard` asks one question with a few choices; the panels it guards
+(`card.guard(...)`) stay hidden until the learner has picked a choice and pressed Reveal.
+Then the card marks the choice right or not and explains.
+
+What a learner has answered, and whether they want the prompts at all, belongs to their
+browser, not to the server: `Guide` holds it for one session and `BrowserStore`, a small
+JavaScript component in the page header, mirrors it into the browser's localStorage. A
+reload, another page or a new tab of the same browser starts where the learner left off;
+another browser, or a link sent to someone, starts afresh. Where localStorage refuses to
+work (some private windows), the defaults hold for the session: prompts on, nothing answered.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import weakref
+
+import panel as pn
+import param
+from panel.custom import JSComponent
+
+STORAGE_KEY = "feedback-lab.guide"
+"""The localStorage entry: JSON {"prompts": bool, "answers": {card key: choice}}."""
+
+CARD_STYLES = {
+    "border-left": "4px solid #E69F00",
+    "background": "rgba(230, 159, 0, 0.08)",
+    "border-radius": "4px",
+    "padding": "0.2em 0.6em 0.4em 0.6em",
+    "margin": "0.4em 10px",
+}
+"""The card's look: the palette's orange as an accent, a background that also reads on the dark theme."""
+PLACEHOLDER_STYLES = {"border": "1px dashed rgba(128, 128, 128, 0.6)", "border-radius": "4px", "padding": "0 0.8em", "margin": "0.3em 10px", "opacity": "0.85"}
+VERDICT_CSS = """
+p { margin: 0.3em 0 0.1em 0; }
+.fl-verdict-right { color: #009E73; font-weight: 700; }
+.fl-verdict-wrong { color: #D55E00; font-weight: 700; }
+"""
+
+
+class Guide(param.Parameterized):
+    """One learner's guided-path state: prompts on or off, and the choices committed to so far."""
+
+    prompts = param.Boolean(default=True, doc="Ask each card's question before showing what it guards.")
+    answers = param.Dict(default={}, doc="Card key -> the choice the learner committed to.")
+    synced = param.Boolean(default=False, doc="The browser has sent its stored state (or said it has none).")
+
+    def answer(self, key: str, choice: str) -> None:
+        self.answers = {**self.answers, key: choice}
+
+    def forget(self, key: str) -> None:
+        self.answers = {k: v for k, v in self.answers.items() if k != key}
+
+    def to_json(self) -> str:
+        return json.dumps({"prompts": self.prompts, "answers": self.answers}, sort_keys=True)
+
+    def load(self, text: str) -> None:
+        """Take the state stored in a browser; anything unreadable is ignored and the defaults stay."""
+        try:
+            stored = json.loads(text)
+        except (TypeError, ValueError):
+            return
+        if not isinstance(stored, dict):
+            return
+        values = {}
+        if isinstance(stored.get("prompts"), bool):
+            values["prompts"] = stored["prompts"]
+        answers = stored.get("answers")
+        if isinstance(answers, dict):
+            values["answers"] = {str(k): v for k, v in answers.items() if isinstance(v, str)}
+        self.param.update(**values)
+
+
+class BrowserStore(JSComponent):
+    """One localStorage entry mirrored in `value`: read once when the page renders, written on every change.
+
+    The browser sends what it has stored (nothing if the entry is absent) and then sets `loaded`;
+    a change of `value` on the server is written back. Reading or writing localStorage can
+    throw (storage disabled, a private window, a full quota): then nothing is stored and the
+    session keeps the server's defaults.
+    """
+
+    key = param.String(default=STORAGE_KEY, constant=True, doc="The localStorage entry.")
+    value = param.String(default="", doc="The entry's text; empty until the browser has sent one.")
+    loaded = param.Boolean(default=False, doc="The browser has read its storage.")
+
+    _esm = """
+    export function render({ model }) {
+      const save = () => {
+        try { window.localStorage.setItem(model.key, model.value) } catch (error) { /* storage unavailable */ }
+      }
+      let stored = null
+      try { stored = window.localStorage.getItem(model.key) } catch (error) { /* storage unavailable */ }
+      if (stored !== null && stored !== model.value) {
+        model.value = stored
+      }
+      model.on('value', save)
+      model.loaded = true
+      const el = document.createElement('span')
+      el.className = 'fl-store'
+      return el
+    }
+    """
+
+
+def bind_store(guide: Guide, store: BrowserStore) -> None:
+    """Keep `guide` and `store` in step: the browser's stored text into the guide, the guide's changes out."""
+
+    def from_browser(event):
+        if event.new and event.new != guide.to_json():
+            guide.load(event.new)
+
+    def to_browser(*_events):
+        if guide.synced:  # before the browser has answered, it must not be overwritten with defaults
+            store.value = guide.to_json()
+
+    store.param.watch(from_browser, "value")
+    store.param.watch(lambda event: setattr(guide, "synced", bool(event.new)), "loaded")
+    guide.param.watch(to_browser, ["prompts", "answers"])
+
+
+_SESSION_GUIDES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def session_guide() -> Guide:
+    """The Guide of the current browser session, shared by its header and its page.
+
+    Outside a server session (tests, scripts) each call returns a fresh Guide, so a page
+    object should look it up once and hand it to all its cards.
+    """
+    doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+    if doc is None:
+        return Guide()
+    guide = _SESSION_GUIDES.get(doc)
+    if guide is None:
+        guide = _SESSION_GUIDES[doc] = Guide()
+    return guide
+
+
+def guide_switch(guide: Guide) -> pn.Row:
+    """The header's "Guided prompts" switch and the browser store behind it.
+
+    The switch waits, disabled, until the browser has sent its stored state, so a click
+    cannot be overwritten by a state arriving a moment later.
+    """
+    store = BrowserStore(width=0, height=0, margin=0)
+    bind_store(guide, store)
+    switch = pn.widgets.Switch.from_param(guide.param.prompts, name="", width=40, margin=(8, 4, 0, 10), disabled=True)
+    guide.param.watch(lambda event: setattr(switch, "disabled", not event.new), "synced")
+    label = pn.pane.HTML('<span class="fl-guide-label">Guided prompts</span>', margin=(6, 6, 0, 0), styles={"color": "#ffffff"})
+    return pn.Row(switch, label, store, align="center", css_classes=["fl-guide"])
+
+
+def card_class(key: str) -> str:
+    """The CSS class naming a card on the page, e.g. "fl-card-baselines-what-moves" (for tests and styling)."""
+    return "fl-card-" + "".join(c if c.isalnum() else "-" for c in key.lower())
+
+
+class PredictionCard(pn.viewable.Viewer):
+    """A question with a few choices; what it guards is shown once the learner has committed.
+
+        card = PredictionCard("baselines/what-moves", "Which will not move?", {"mean": "the mean", ...},
+                              answer="mean", explanation="...", guide=guide)
+        pn.Column(card, card.guard(plot, table))
+
+    `key` names the card across the app (it is the key of the stored answer). With the
+    guide's prompts off the card shows the question with its answer and explanation, and
+    every guarded panel is shown at once.
+    """
+
+    revealed = param.Boolean(default=False, doc="Whether the guarded panels are shown (answered, or prompts off).")
+
+    def __init__(
+        self,
+        key: str,
+        question: str,
+        choices: dict[str, str],
+        answer: str,
+        explanation: str,
+        guide: Guide,
+        kind: str = "Predict first",
+        **params,
+    ):
+        super().__init__(**params)
+        if answer not in choices:
+            raise ValueError(f"The answer {answer!r} is not one of the choices {list(choices)}.")
+        self.key, self.choices, self.answer, self.guide = key, choices, answer, guide
+        self.question = pn.pane.Markdown(f"**{kind}.** {question}", sizing_mode="stretch_width", margin=(0, 0))
+        self.options = pn.widgets.RadioBoxGroup(options={label: value for value, label in choices.items()}, inline=False, margin=(0, 10))
+        self.options.value = None  # nothing chosen until the learner chooses
+        self.reveal_button = pn.widgets.Button(label="Reveal", color="primary", width=90, disabled=True)
+        self.again_button = pn.widgets.Button(label="Ask me again", color="light", width=120)
+        self.verdict = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 0), stylesheets=[VERDICT_CSS])
+        self.explanation = pn.pane.Markdown(explanation, sizing_mode="stretch_width", margin=(0, 0))
+        self._guarded: list[pn.Column] = []
+        self._placeholders: list[pn.pane.Markdown] = []
+        self.options.param.watch(lambda event: setattr(self.reveal_button, "disabled", event.new is None), "value")
+        self.reveal_button.on_click(lambda _event: self.commit())
+        self.again_button.on_click(lambda _event: self.guide.forget(self.key))
+        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers"])
+        self._layout = pn.Column(
+            self.question,
+            self.options,
+            self.reveal_button,
+            self.verdict,
+            self.explanation,
+            self.again_button,
+            sizing_mode="stretch_width",
+            styles=CARD_STYLES,
+            css_classes=["fl-predict", card_class(key)],
+        )
+        self._refresh()
+
+    @property
+    def chosen(self) -> str | None:
+        """The choice committed to for this card, if any (a stored choice no longer offered counts as none)."""
+        choice = self.guide.answers.get(self.key)
+        return choice if choice in self.choices else None
+
+    def commit(self, choice: str | None = None) -> None:
+        """Commit to `choice` (default: the one ticked); the guarded panels are then shown."""
+        choice = self.options.value if choice is None else choice
+        if choice not in self.choices:
+            raise ValueError(f"{choice!r} is not one of the choices {list(self.choices)}.")
+        self.guide.answer(self.key, choice)
+
+    def guard(self, *objects, note: str = "what happens", placeholder: bool = True) -> pn.Column:
+        """`objects` in a column that is shown only once this card is answered (or prompts are off).
+
+        While they are hidden a line in their place says what waits behind the question
+        ("Answer the question above to see `note`"), unless `placeholder` is False.
+        """
+        column = pn.Column(*objects, sizing_mode="stretch_width", css_classes=["fl-guarded"])
+        self._guarded.append(column)
+        parts = [column]
+        if placeholder:
+            line = pn.pane.HTML(
+                f"<p><em>Answer the question above to see {html.escape(note)}.</em> "
+                "(Guided prompts can be switched off in the header.)</p>",
+                sizing_mode="stretch_width",
+                styles=PLACEHOLDER_STYLES,
+                css_classes=["fl-guarded-placeholder"],
+            )
+            self._placeholders.append(line)
+            parts.insert(0, line)
+        self._refresh()
+        return pn.Column(*parts, sizing_mode="stretch_width")
+
+    def _refresh(self) -> None:
+        chosen, asking = self.chosen, self.guide.prompts and self.chosen is None
+        self.revealed = not asking
+        with pn.io.hold():
+            self.options.visible = self.reveal_button.visible = asking
+            self.again_button.visible = self.guide.prompts and chosen is not None
+            self.explanation.visible = not asking
+            self.verdict.visible = not asking
+            self.verdict.object = self._verdict_html(chosen)
+            if chosen is not None:
+                self.options.value = chosen
+            for column in self._guarded:
+                column.visible = self.revealed
+            for line in self._placeholders:
+                line.visible = not self.revealed
+
+    def _verdict_html(self, chosen: str | None) -> str:
+        right = html.escape(self.choices[self.answer])
+        if chosen is None:
+            return f"<p>The answer: <strong>{right}</strong>.</p>"
+        yours = html.escape(self.choices[chosen])
+        if chosen == self.answer:
+            return f'<p><span class="fl-verdict-right">✓ Right.</span> You chose: {yours}.</p>'
+        return f'<p><span class="fl-verdict-wrong">✗ Not quite.</span> You chose: {yours}. The answer: <strong>{right}</strong>.</p>'
+
+    def __panel__(self):
+        return self._layout
