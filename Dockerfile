@@ -18,4 +18,7 @@ RUN pip install -e .
 RUN useradd --create-home learner
 USER learner
 EXPOSE 5006
+# Liveness: /healthz answers 200 "ok" while the server's event loop runs (python, since the slim image has no curl).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:5006/healthz', timeout=4).read() != b'ok')"
 CMD ["feedback-lab", "serve", "--address", "0.0.0.0", "--port", "5006", "--allow-websocket-origin", "*"]

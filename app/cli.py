@@ -1,7 +1,7 @@
 """The `feedback-lab` command line.
 
     feedback-lab figures NAME [options] [--json]
-    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT]
+    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
     feedback-lab train-reward --pairs FILE --out FILE [--json]
@@ -22,6 +22,7 @@ import json
 import os
 import sys
 
+from app import limits
 from app.figures import FIGURES
 from app.options import add_settings_options, settings_from_args
 
@@ -50,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="host allowed to open the app's websocket, repeatable (default: the address and port served)",
     )
     serve.add_argument("--show", action="store_true", help="open the app in a browser")
+    serve.add_argument("--admin", action="store_true", help="also serve Panel's admin page at /admin (sessions, memory, logs)")
+    limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
         commands.add_parser(name, help=help_text, add_help=False)  # main() hands these their own options
     return parser
@@ -65,9 +68,17 @@ def run_command(name: str, options: list[str]) -> int:
 
 
 def run_server(args: argparse.Namespace) -> int:
+    try:
+        server_limits = limits.from_environment(args)
+    except ValueError as error:
+        print(f"feedback-lab serve: error: {error}", file=sys.stderr)
+        return 2
+    # The run queue reads its slots when first imported, so the option reaches it through its variable.
+    os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
     from app.server import serve  # panel loads only when the app is served
 
-    serve(port=args.port, address=args.address, websocket_origin=args.allow_websocket_origin, show=args.show)
+    serve(port=args.port, address=args.address, websocket_origin=args.allow_websocket_origin, show=args.show,
+          server_limits=server_limits, admin=args.admin)
     return 0
 
 

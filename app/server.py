@@ -1,9 +1,11 @@
 """The Feedback Lab web app: one route per page present in app/pages, and an index at /.
 
-    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT]
+    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [limits]
 
 serves / (the index), /baselines, /preferences and every other page module that
-exists, each in a shared template with navigation and a light/dark theme toggle.
+exists, each in a shared template with navigation and a light/dark theme toggle,
+/healthz (200 "ok" while the server answers) and, with --admin, Panel's /admin.
+The limits (app/limits.py) are options and FEEDBACK_LAB_* variables.
 Panel users can serve the same app, from the repository root, with
 
     PYTHONPATH=. panel serve app/server.py
@@ -22,8 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import panel as pn
+import tornado.web
 
+from app import limits
 from app.pages import PageInfo, available_pages
+from widgets.predict import guide_switch, session_guide
 
 APP_TITLE = "Feedback Lab"
 CSS = (Path(__file__).resolve().parent.parent / "assets" / "app.css").read_text()
@@ -49,16 +54,70 @@ def nav_html(pages: list[PageInfo], active: str, link: Callable[[str], str]) -> 
     return f'<nav class="fl-nav">{"".join(anchors)}</nav>'
 
 
+NOTATION = (
+    ("x, y", "a prompt, and a reply y = (y<sub>1</sub>, …, y<sub>T</sub>) of T tokens"),
+    ("s<sub>t</sub>, a<sub>t</sub>", "state and action at step t; for text s<sub>t</sub> = (x, y<sub>&lt;t</sub>), the prompt and the tokens so far, and a<sub>t</sub> = y<sub>t</sub>, the next token"),
+    ("π<sub>θ</sub>(a | s)", "the policy, with parameters θ (logits on these pages); for text, the language model"),
+    ("r<sub>t</sub>, R(x, y)", "the reward at step t; the reward of a whole reply"),
+    ("G<sub>t</sub>", "the return from step t on, the reward-to-go; G = G<sub>1</sub> is the whole episode's"),
+    ("J(θ)", "the expected return, what training maximises"),
+    ("b, b<sub>t</sub>", "a baseline subtracted from the reward or return; it must not depend on the sampled action. b* is the constant with the least variance"),
+    ("N", "sampled replies in one gradient estimate"),
+    ("V(s), Q(s, a)", "the expected return from a state, and from a state after a given action (the critic learns V; module 9 writes v<sub>ψ</sub>, and its V is the vocabulary, as on the toy target page)"),
+    ("A(s, a)", "the advantage Q − V: how much better an action is than the policy's average from that state"),
+    ("δ<sub>t</sub>", "the TD error r<sub>t</sub> + γ V(s<sub>t+1</sub>) − V(s<sub>t</sub>)"),
+    ("λ", "GAE's weight on later TD errors, from 0 (one TD error) to 1 (the return minus V)"),
+    ("γ", "the discount; 1 for text"),
+    ("β", "the KL coefficient: what one nat of distance from the reference costs, in reward units"),
+    ("π<sub>ref</sub>, π*", "the frozen reference model the policy starts from; the best policy under reward − β·KL"),
+    ("u", "the latent quality of a response in the Bradley–Terry model"),
+    ("τ<sub>label</sub>", "the label temperature of a noisy rater: low is consistent, high is a coin (τ alone stays the sampling temperature)"),
+    ("a ≻ b, (x, y<sub>w</sub>, y<sub>l</sub>)", "a is preferred to b; a preference triple, winner y<sub>w</sub> and loser y<sub>l</sub>"),
+    ("g(y)", "the gold score: the hidden rule that generates the preferences"),
+    ("r<sub>φ</sub>", "the reward model, with parameters φ, trained on the comparisons"),
+    ("σ, Acc*", "the logistic sigmoid 1 / (1 + e<sup>−a</sup>); the best accuracy any model can reach on noisy labels"),
+)
+"""The reference card of the index: module 9's notation table, with chapter 6's symbols, as the pages use them."""
+
+INDEX_CSS = """
+.fl-sections { opacity: 0.75; font-size: 0.9em; }
+.fl-notation { border-collapse: collapse; }
+.fl-notation th, .fl-notation td { padding: 0.2em 0.8em; border-bottom: 1px solid rgba(128, 128, 128, 0.35); text-align: left; vertical-align: top; }
+.fl-notation td:first-child { white-space: nowrap; font-family: serif; font-size: 1.1em; }
+"""
+
+
+def notation_html() -> str:
+    rows = "".join(f"<tr><td>{symbol}</td><td>{meaning}</td></tr>" for symbol, meaning in NOTATION)
+    return f'<table class="fl-notation"><thead><tr><th>Symbol</th><th>Meaning</th></tr></thead><tbody>{rows}</tbody></table>'
+
+
 def index_view(pages: list[PageInfo], link: Callable[[str], str]) -> pn.Column:
-    """The index: what the app is, then one linked entry per page present."""
+    """The index: what the app is, one linked entry per page present in the texts' order, the notation card."""
     intro = pn.pane.Markdown(
         "An explorable of reinforcement learning for language models. Each page takes one idea "
         "of the policy gradient and of learning from preferences, shows its equation, and lets "
-        "you move its numbers. Every control is in the address bar, so a link shares what you see.",
+        "you move its numbers. Every control is in the address bar, so a link shares what you see.\n\n"
+        "The pages follow two texts, chapter 6 of *How Models Are Trained* (“Reinforcement learning, from "
+        "scratch”) and module 9 of the workshop (“Reinforcement and Preference Learning”), each in its own "
+        "order of sections: first the policy gradient and its noise, then critics, then a language model "
+        "and its KL penalty, then rewards learned from comparisons. Most pages ask you to predict before "
+        "they show; the switch in the header turns those prompts off, in this browser only.",
         sizing_mode="stretch_width",
     )
-    items = "\n".join(f'<li><a href="{link(p.route)}">{p.title}</a>: {p.summary}</li>' for p in pages)
-    return pn.Column(intro, pn.pane.HTML(f'<ol class="fl-index">{items}</ol>', sizing_mode="stretch_width", stylesheets=[CSS]))
+    items = "\n".join(
+        f'<li><a href="{link(p.route)}">{p.title}</a>'
+        + (f' <span class="fl-sections">({p.sections})</span>' if p.sections else "")
+        + f": {p.summary}</li>"
+        for p in pages
+    )
+    notation = pn.Card(
+        pn.pane.HTML(notation_html(), sizing_mode="stretch_width", stylesheets=[INDEX_CSS]),
+        title="Notation: the symbols of every page",
+        sizing_mode="stretch_width",
+        css_classes=["fl-notation-card"],
+    )
+    return pn.Column(intro, pn.pane.HTML(f'<ol class="fl-index">{items}</ol>', sizing_mode="stretch_width", stylesheets=[CSS, INDEX_CSS]), notation)
 
 
 def theme_toggle() -> pn.widgets.Button:
@@ -78,10 +137,14 @@ def theme_toggle() -> pn.widgets.Button:
 
 
 def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str], title: str) -> pn.template.BootstrapTemplate:
-    """`body` inside the shared template: header navigation and the light/dark switch."""
+    """`body` inside the shared template: header navigation, the guided-prompts switch, the light/dark switch."""
     template = pn.template.BootstrapTemplate(
         title=APP_TITLE,
-        header=[pn.pane.HTML(nav_html(pages, active, link), sizing_mode="stretch_width", stylesheets=[CSS]), theme_toggle()],
+        header=[
+            pn.pane.HTML(nav_html(pages, active, link), sizing_mode="stretch_width", stylesheets=[CSS]),
+            guide_switch(session_guide()),
+            theme_toggle(),
+        ],
         header_background="#0072B2",
         main_max_width="1100px",
         busy_indicator=None,  # it would send two extra messages on every slider step
@@ -103,12 +166,52 @@ def build_index(pages: list[PageInfo], link: Callable[[str], str]) -> pn.templat
     return framed(index_view(pages, link), pages, "", link, APP_TITLE)
 
 
+FULL = "The lab is full: {n} sessions are open, the most this server takes; please try again in a few minutes."
+"""The whole page a visitor beyond `ServerLimits.max_sessions` gets."""
+
+
+MAX_QUERY_VALUE_CHARS = 4000
+"""Longest query value a link may carry: more than any control takes, and under Python's 4300-digit
+bound on int(), which Panel's Location would otherwise hit while reading the link."""
+TOO_LONG = "This link has a value longer than {n:,} characters, more than any control takes; open [the page without it]({path})."
+
+
+def too_long_value() -> bool:
+    """Whether this session's link has an over-long query value; if so its query is dropped from the request
+    (before Panel's Location reads it), so the session can still be built."""
+    request = pn.state.curdoc.session_context.request if pn.state.curdoc and pn.state.curdoc.session_context else None
+    if request is None or not any(len(v) > MAX_QUERY_VALUE_CHARS for values in request.arguments.values() for v in values) \
+            and len(request.uri) <= 64 * MAX_QUERY_VALUE_CHARS and not any(len(k) > MAX_QUERY_VALUE_CHARS for k in request.arguments):
+        return False
+    request._request.uri = request._request.path  # tornado's request; the proxy reads through to it
+    return True
+
+
+def admitted(build: Callable[[], pn.viewable.Viewable]) -> Callable[[], pn.viewable.Viewable]:
+    """`build` for a new session while the server has room for one more, else the one-sentence page."""
+
+    def session():
+        if too_long_value():
+            return pn.pane.Markdown(TOO_LONG.format(n=MAX_QUERY_VALUE_CHARS, path=pn.state.location.pathname), css_classes=["fl-refused"])
+        limit = limits.current().max_sessions
+        if not limits.SESSIONS.enter(limit):
+            return pn.pane.Markdown(FULL.format(n=limit), css_classes=["fl-full"])
+        pn.state.on_session_destroyed(lambda _context: limits.SESSIONS.leave())
+        try:
+            return build()
+        except BaseException:
+            limits.SESSIONS.leave()
+            raise
+
+    return session
+
+
 def routes() -> dict[str, Callable[[], pn.template.BootstrapTemplate]]:
     """URL path -> a function building that page for a new session (pages present only)."""
     pages = available_pages()
-    table = {"/": lambda: build_index(pages, route_link)}
+    table = {"/": admitted(lambda: build_index(pages, route_link))}
     for info in pages:
-        table[f"/{info.route}"] = lambda info=info: build_page(info, pages, route_link)
+        table[f"/{info.route}"] = admitted(lambda info=info: build_page(info, pages, route_link))
     return table
 
 
@@ -116,9 +219,39 @@ def titles() -> dict[str, str]:
     return {"/": APP_TITLE} | {f"/{p.route}": f"{p.title} · {APP_TITLE}" for p in available_pages()}
 
 
-def serve(port: int = 5006, address: str = "localhost", websocket_origin: list[str] | None = None, show: bool = False, threaded: bool = False):
-    """Start the server (blocking unless `threaded`); returns the server object."""
+class HealthHandler(tornado.web.RequestHandler):
+    """GET /healthz: 200 "ok" while the server's event loop answers (for load balancers and Docker)."""
+
+    def get(self):
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        self.write("ok")
+
+
+MAX_REQUEST_HEADER_BYTES = 1 << 20
+"""Longest request line and headers accepted (tornado's own 64 KiB would drop a long link without a word)."""
+
+
+def serve(
+    port: int = 5006,
+    address: str = "localhost",
+    websocket_origin: list[str] | None = None,
+    show: bool = False,
+    threaded: bool = False,
+    server_limits: limits.ServerLimits | None = None,
+    admin: bool = False,
+):
+    """Start the server (blocking unless `threaded`); returns the server object.
+
+    `server_limits` (default: the environment's) are installed for the pages to read; the
+    unused-session lifetime and the websocket message bound go to Bokeh's server. `admin`
+    adds Panel's admin page at /admin. One process serves every session (no `num_procs`:
+    it has no session affinity); deploy/nginx.conf puts several processes behind a proxy.
+    """
+    server_limits = server_limits or limits.from_environment()
+    limits.install(server_limits)
     origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    lifetime_ms = int(server_limits.unused_session_seconds * 1000)
     return pn.serve(
         routes(),
         port=port,
@@ -128,6 +261,12 @@ def serve(port: int = 5006, address: str = "localhost", websocket_origin: list[s
         title=titles(),
         threaded=threaded,
         print_url=not threaded,
+        admin=admin,
+        extra_patterns=[(r"/healthz", HealthHandler)],
+        unused_session_lifetime_milliseconds=lifetime_ms,  # Bokeh's --unused-session-lifetime
+        check_unused_sessions_milliseconds=max(min(lifetime_ms, 17000), 1000),  # look at least as often as a session may idle
+        websocket_max_message_size=server_limits.websocket_max_bytes,
+        http_server_kwargs={"max_header_size": MAX_REQUEST_HEADER_BYTES},
     )
 
 

@@ -1,0 +1,84 @@
+"""Server limits: defaults, environment variables, options that win, refusals, and the limits in a real server."""
+
+import dataclasses
+import threading
+
+import pytest
+
+from app import limits
+from app.cli import build_parser
+from app.limits import ServerLimits, SessionCount, from_environment
+from app.server import FULL
+
+
+def test_every_limit_has_a_default_an_option_a_variable_and_one_line_of_help():
+    help_text = build_parser()._subparsers._group_actions[0].choices["serve"].format_help()
+    assert ServerLimits().max_runs_per_device == 1 and ServerLimits().max_sessions == 60
+    for field in dataclasses.fields(ServerLimits):
+        assert limits.option(field.name) in help_text
+        assert limits.variable(field.name).startswith("FEEDBACK_LAB_")
+        assert limits.variable(field.name) in help_text.replace("\n", "").replace(" ", "")
+    assert limits.variable("max_runs_per_device") == "FEEDBACK_LAB_RUNS_PER_DEVICE"  # the run queue's own
+
+
+def test_an_option_wins_over_the_environment_which_wins_over_the_default():
+    environ = {"FEEDBACK_LAB_MAX_SESSIONS": "12", "FEEDBACK_LAB_MAX_STEPS": "300", "FEEDBACK_LAB_RUNS_PER_DEVICE": "2"}
+    args = build_parser().parse_args(["serve", "--max-sessions", "5", "--unused-session-seconds", "2.5"])
+    got = from_environment(args, environ)
+    assert (got.max_sessions, got.max_steps, got.max_runs_per_device, got.unused_session_seconds) == (5, 300, 2, 2.5)
+    assert got.max_prompts == ServerLimits().max_prompts
+    assert from_environment(None, {}) == ServerLimits()
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [{"FEEDBACK_LAB_MAX_SESSIONS": "0"}, {"FEEDBACK_LAB_MAX_SESSIONS": "many"}, {"FEEDBACK_LAB_COMPUTE_SECONDS": "nan"},
+     {"FEEDBACK_LAB_COMPUTE_SECONDS": "inf"}, {"FEEDBACK_LAB_UNUSED_SESSION_SECONDS": "-1"}, {"FEEDBACK_LAB_WEBSOCKET_MAX_BYTES": "10"}],
+)
+def test_a_bad_limit_is_refused_with_one_sentence(environ):
+    with pytest.raises(ValueError) as error:
+        from_environment(None, environ)
+    message = str(error.value)
+    assert message.endswith(".") and message.count(". ") == 0 and "\n" not in message
+
+
+def test_serve_refuses_a_bad_option_with_status_2(capsys):
+    from app.cli import main
+
+    assert main(["serve", "--max-sessions", "0"]) == 2
+    assert "--max-sessions must be a whole number >= 1" in capsys.readouterr().err
+
+
+def test_session_count_is_thread_safe_and_stops_at_the_limit():
+    count = SessionCount()
+    admitted = []
+    threads = [threading.Thread(target=lambda: admitted.append(count.enter(50))) for _ in range(80)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert admitted.count(True) == 50 and count.open == 50
+    for _ in range(60):
+        count.leave()
+    assert count.open == 0 and count.enter(1)
+
+
+def test_a_real_server_answers_health_admin_and_turns_the_visitor_beyond_max_sessions_away(app_server):
+    server = app_server("--admin", "--max-sessions", "2", "--unused-session-seconds", "1")
+    assert server.get("/healthz") == (200, "ok")
+    assert server.get("/admin")[0] == 200
+    first, second, third = (server.open_session("") for _ in range(3))
+    assert FULL.format(n=2) not in first and FULL.format(n=2) not in second
+    assert FULL.format(n=2) in third  # one sentence, not a hang
+    # Closed sessions are dropped after the unused-session lifetime, and their places come back.
+    import time
+
+    time.sleep(3.5)
+    assert FULL.format(n=2) not in server.open_session("")
+    assert "Traceback" not in server.log()
+
+
+def test_without_admin_there_is_no_admin_page(app_server):
+    server = app_server()
+    assert server.get("/healthz") == (200, "ok")
+    assert server.get("/admin")[0] == 404
