@@ -28,6 +28,8 @@ from app.pages import available_pages
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = {"bandit": 400, "token-world": 400, "toy-target": 400}
 """p95 goals of the pages with heavier analytic panels; every other page: 150 ms."""
+QUERY = {"reward-model": "?pairs=300&steps=60"}
+"""Lighter starting states where the default work (2,000 pairs, 200 steps) outlasts the bench's waits."""
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
             # guided prompts off, so no prediction card hides a slider
             page.add_init_script("localStorage.setItem('feedback-lab.guide', JSON.stringify({prompts: false, answers: {}}))")
             for info in available_pages():
-                per_slider, warm_up = measure_page(page, f"{url}/{info.route}", args.moves)
+                per_slider, warm_up = measure_page(page, f"{url}/{info.route}{QUERY.get(info.route, '')}", args.moves)
                 every = np.concatenate([np.asarray(v) for v in per_slider.values()]) if per_slider else np.array([])
                 if every.size == 0:
                     print(f"{info.route}: no sliders")
