@@ -156,3 +156,11 @@ def learned_rewards(root: Path | str | None = None) -> list[str]:
     """'reward-model:PATH' for every reward model saved under ROOT/reward-models (ROOT: the runs folder), by name."""
     folder = Path(RUNS_DIR if root is None else root) / REWARD_MODELS
     return [f"{REWARD_PREFIX}{path}" for path in sorted(folder.glob("*.pt"))] if folder.is_dir() else []
+
+
+def run_config(settings: LMSettings, lm) -> dict:
+    """config.json of a run (`lm` an engines.lm_reinforce.LMRun): its settings and what it ran on."""
+    return {
+        "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
+        "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
+    }

@@ -10,7 +10,6 @@ sentence and exit status 2.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from engines.lm_reinforce import EvalResult, LMRun, LMSettings, WorkedExample, w
 from engines.reward_model import REWARD_PREFIX
 
 from app.options import add_settings_options, settings_from_args
-from app.runs import RUNS_DIR, RunWriter, new_run_id
+from app.runs import RUNS_DIR, RunWriter, new_run_id, run_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,10 +64,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"feedback-lab train-lm: error: {error}", file=sys.stderr)
         return 2
     folder = args.out if args.out is not None else RUNS_DIR / new_run_id(settings)
-    config = {
-        "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
-        "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
-    }
+    config = run_config(settings, lm)
     reward_label = "VADER" if settings.reward == "vader" else "reward-model" if settings.reward.startswith(REWARD_PREFIX) else "classifier"
     bar = tqdm(total=settings.steps, file=sys.stderr, disable=args.quiet, desc="train-lm", unit="step")
     last = None

@@ -21,7 +21,6 @@ stopped, so a class can pause to read the samples without losing its turn.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import html
 import io
 import itertools
@@ -42,7 +41,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 from bokeh.palettes import PuOr
 
 from app.run_queue import MODELS, QUEUE, ModelCache, RunQueue
-from app.runs import FILES, RUNS_DIR, Run, RunWriter, eval_record, new_run_id, read_run, step_record
+from app.runs import FILES, RUNS_DIR, Run, RunWriter, eval_record, new_run_id, read_run, run_config, step_record
 from app.train_lm import format_eval, format_worked_example
 from engines.lm_models import ModelNotAvailable, load_causal_lm, resolve_device
 from engines.lm_reinforce import EvalResult, LMRun, LMSettings, Sample, StepResult, default_lr, worked_example
@@ -276,14 +275,6 @@ def new_run_folder(root: Path, settings: LMSettings) -> Path:
             return folder
         except FileExistsError:
             continue
-
-
-def run_config(settings: LMSettings, lm: LMRun) -> dict:
-    """config.json of a run, as `feedback-lab train-lm` writes it."""
-    return {
-        "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
-        "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
-    }
 
 
 def zip_runs(folders: list[Path]) -> io.BytesIO:
