@@ -13,34 +13,21 @@ ColumnDataSource of the page, the frame in which Bokeh repaints the plot.
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 from playwright.sync_api import sync_playwright
 
 from app.pages import available_pages
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = {"bandit": 400, "token-world": 400, "toy-target": 400}
 """p95 goals of the pages with heavier analytic panels; every other page: 150 ms."""
 QUERY = {"reward-model": "?pairs=300&steps=60"}
 """Lighter starting states where the default work (2,000 pairs, 200 steps) outlasts the bench's waits."""
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 INSTRUMENT = """() => {
   window.__lat = []; window.__t0 = null;
@@ -61,26 +48,18 @@ INSTRUMENT = """() => {
 }"""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return sock.getsockname()[1]
-
-
 def start_server() -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"http://localhost:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(url + "/", timeout=2)
-            return process, url
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("the app server did not start")
+    try:
+        wait_until_up(url + "/", process)
+    except RuntimeError:
+        process.kill()
+        raise
+    return process, url
 
 
 def press(page, handle, step: int) -> None:

@@ -2,20 +2,17 @@
 
 import re
 import shutil
-import socket
 import subprocess
 import time
 
-import pytest
 from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if shutil.os.path.exists(p)), None)
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
