@@ -8,6 +8,11 @@ The reference is the chapter's code as printed: `sample` with past_key_values, t
 log_softmax over the whole vocabulary, the same reward, the same Adam and clipping. Both
 train their own copy of the same starting model on the same prompts, one step each in turn,
 so the machine's load falls on both alike.
+
+The engine does the same three passes with less work: each prompt goes through a model once
+and its key-value cache serves its K replies (the seed runs it K times in each pass), the last
+reply token is never fed forward, and log pi is gathered against one logsumexp instead of a
+whole (N, T, V) log_softmax. The gradient is the same (tests/engines/test_lm_reinforce.py).
 """
 
 from __future__ import annotations

@@ -152,33 +152,58 @@ def ban(logits: torch.Tensor, eos: int | None) -> torch.Tensor:
     return logits
 
 
-@torch.inference_mode()
-def sample_replies(model, x: torch.Tensor, T: int, eos: int | None, generator: torch.Generator) -> torch.Tensor:
-    """Seed 000 section 6.11's `sample`: T tokens y_t ~ pi(. | s_t) at temperature 1, EOS banned.
+def prefill(model, x: torch.Tensor, K: int):
+    """The prompt through the model once: (N_p, P) ids -> (its key-value cache repeated for K replies each, (N, V) last logits).
 
-    `x` is (N, P) prompt ids; returns (N, T) reply ids. The prompt goes through the model
-    once, then each new token reuses the key-value cache; no forward follows the last token.
+    The K replies to one prompt share its first P positions, so those are computed once per
+    prompt and the cache is repeated, not recomputed K times. Under gradient the repeat is
+    differentiable, so the prompt positions' gradient is the sum over the K replies, exactly
+    as if each row had gone through on its own.
+    """
+    out = model(x, use_cache=True)
+    cache = output_cache(out)
+    if K > 1:
+        cache.batch_repeat_interleave(K)  # (N_p, ...) -> (N, ...), N = N_p K
+    return cache, out.logits[:, -1].repeat_interleave(K, 0)  # (N, V)
+
+
+@torch.inference_mode()
+def sample_replies(model, x: torch.Tensor, T: int, eos: int | None, generator: torch.Generator, K: int = 1) -> torch.Tensor:
+    """Seed 000 section 6.11's `sample`: K replies of T tokens y_t ~ pi(. | s_t) to each prompt, temperature 1, EOS banned.
+
+    `x` is (N_p, P) prompt ids; returns (N_p K, T) reply ids, the K replies to each prompt in
+    consecutive rows. The prompt goes through the model once (`prefill`), then each new token
+    reuses the key-value cache; no forward follows the last token.
     """
     cache_kw = cache_keyword(model)
     with autocast(x.device):
-        out = model(x, use_cache=True)
-        y = torch.empty(x.shape[0], T, dtype=torch.long, device=x.device)
+        cache, logits = prefill(model, x, K)  # (N, V) logits that predict y_0
+        y = torch.empty(x.shape[0] * K, T, dtype=torch.long, device=x.device)
         for t in range(T):
-            probs = F.softmax(ban(out.logits[:, -1].float(), eos), -1)  # (N, V), EOS has probability 0
+            probs = F.softmax(ban(logits.float(), eos), -1)  # (N, V), EOS has probability 0
             y[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
             if t < T - 1:
-                out = model(y[:, t : t + 1], use_cache=True, **{cache_kw: output_cache(out)})
+                out = model(y[:, t : t + 1], use_cache=True, **{cache_kw: cache})
+                cache, logits = output_cache(out), out.logits[:, -1]
     return y
 
 
-def reply_logits(model, seq: torch.Tensor, T: int, eos: int | None) -> torch.Tensor:
-    """(N, T, V) float32 logits that predicted each of the last T tokens of `seq`, EOS banned.
+def reply_logits(model, x: torch.Tensor, y: torch.Tensor, eos: int | None) -> torch.Tensor:
+    """(N, T, V) float32 logits that predicted each reply token y_t, EOS banned, for (N_p, P) prompts and (N, T) replies.
 
-    The token shift: the logits at position j predict token j + 1, so the reply's T tokens
-    are predicted by positions P-1 .. P+T-2.
+    The token shift: the prompt's last position predicts y_0 and reply position t predicts
+    y_{t+1}, so the last reply token is never fed. The K = N / N_p replies to each prompt
+    lie in consecutive rows and share one pass of the prompt (`prefill`). The same logits as
+    one forward pass of the whole sequence, with gradient when called under it.
     """
-    with autocast(seq.device):
-        logits = model(seq).logits[:, -T - 1 : -1]  # (N, T, V)
+    K, T = y.shape[0] // x.shape[0], y.shape[1]
+    with autocast(x.device):
+        cache, first = prefill(model, x, K)  # first: (N, V), predicts y_0
+        if T == 1:
+            logits = first[:, None]  # (N, 1, V)
+        else:
+            rest = model(y[:, :-1], use_cache=True, **{cache_keyword(model): cache}).logits  # (N, T-1, V)
+            logits = torch.cat([first[:, None], rest], 1)  # (N, T, V)
     return ban(logits.float(), eos)
 
 
@@ -435,20 +460,30 @@ class LMRun:
         T = y.shape[1]
         return [tuple(pieces[i : i + T]) for i in range(0, len(pieces), T)]
 
+    def sample(self, x: torch.Tensor, lengths: torch.Tensor, K: int, generator: torch.Generator) -> torch.Tensor:
+        """(N_p K, T) replies of the policy to (N_p, P_max) prompts of (N_p,) `lengths`, K each in consecutive rows."""
+        T = self.settings.T
+        return per_length(lambda xp: sample_replies(self.policy, xp, T, self.eos, generator, K).unflatten(0, (-1, K)),
+                          lengths, x).flatten(0, 1)  # (N_p, K, T) -> (N, T)
+
+    def logits(self, model, x: torch.Tensor, lengths: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """(N, T, V) logits of `model` (policy or reference) that predicted each token of the (N, T) replies `y`."""
+        K = y.shape[0] // x.shape[0]
+        return per_length(lambda xp, yp: reply_logits(model, xp, yp.flatten(0, 1), self.eos).unflatten(0, (-1, K)),
+                          lengths, x, y.unflatten(0, (-1, K))).flatten(0, 1)  # (N_p, K, T, V) -> (N, T, V)
+
     def step(self, step: int, rng: np.random.Generator, generator: torch.Generator) -> StepResult:
         """One training step: seed 000 section 6.11's fifteen lines."""
         s, K, dev = self.settings, self.settings.replies, self.device
         started = time.perf_counter()
         batch = rng.choice(len(self.train_texts), s.prompts, replace=False)
-        x = self.train_ids[batch].repeat_interleave(K, 0).to(dev)  # (N, P): each prompt K times
-        lengths = self.train_lengths[batch].repeat_interleave(K, 0).to(dev)  # (N,) all P for review prompts
-        y = per_length(lambda xp: sample_replies(self.policy, xp, s.T, self.eos, generator), lengths, x)  # (N, T), no gradient
+        x, lengths = self.train_ids[batch].to(dev), self.train_lengths[batch].to(dev)  # (N_p, P), (N_p,): each prompt once
+        y = self.sample(x, lengths, K, generator)  # (N, T), N = N_p K, no gradient
         y = y.clone()  # an ordinary tensor again: backward keeps it as gather's index, which an inference tensor cannot be
-        lg = per_length(lambda xp, yp: reply_logits(self.policy, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, y)  # (N, T, V) WITH gradient
+        lg = self.logits(self.policy, x, lengths, y)  # (N, T, V) WITH gradient
         logp = token_logp(lg, y)  # log pi_theta(y_t | s_t)
         with torch.inference_mode():
-            ref_lg = per_length(lambda xp, yp: reply_logits(self.ref, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, y)
-            ref_logp = token_logp(ref_lg, y)
+            ref_logp = token_logp(self.logits(self.ref, x, lengths, y), y)  # log pi_ref(y_t | s_t)
         prompts = [self.train_texts[i] for i in batch for _ in range(K)]
         replies = self.tokenizer.batch_decode(y.tolist())
         R, p_pos = self.reward.score(prompts, replies)  # (N,) log-odds, P(positive)
@@ -484,14 +519,11 @@ class LMRun:
         """
         s = self.settings
         generator = torch.Generator(self.device).manual_seed(s.seed + 1)
-        x_all = self.eval_ids.repeat_interleave(s.eval_replies, 0).to(self.device)  # (M K, P)
-        len_all = self.eval_lengths.repeat_interleave(s.eval_replies, 0).to(self.device)  # (M K,)
-        chunk = s.prompts * s.replies
+        K, chunk = s.eval_replies, max(s.prompts * s.replies // s.eval_replies, 1)  # prompts per chunk
         y, logp, ref_logp, kl, ent = [], [], [], [], []
-        for x, lengths in zip(x_all.split(chunk), len_all.split(chunk)):
-            yc = per_length(lambda xp: sample_replies(self.policy, xp, s.T, self.eos, generator), lengths, x)
-            lg = per_length(lambda xp, yp: reply_logits(self.policy, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, yc)
-            ref_lg = per_length(lambda xp, yp: reply_logits(self.ref, torch.cat([xp, yp], 1), s.T, self.eos), lengths, x, yc)
+        for x, lengths in zip(self.eval_ids.to(self.device).split(chunk), self.eval_lengths.to(self.device).split(chunk)):
+            yc = self.sample(x, lengths, K, generator)  # (n K, T)
+            lg, ref_lg = self.logits(self.policy, x, lengths, yc), self.logits(self.ref, x, lengths, yc)  # (n K, T, V)
             y.append(yc)
             logp.append(token_logp(lg, yc))
             ref_logp.append(token_logp(ref_lg, yc))

@@ -72,8 +72,8 @@ def test_worked_example_identities_on_a_tiny_model():
     y = sample_replies(policy, x, T, EOS, g)
     seq = torch.cat([x, y], 1)  # sampled under inference mode; the concatenation is an ordinary tensor
     with torch.no_grad():
-        logp = token_logp(reply_logits(policy, seq, T, EOS), seq[:, P:])
-        ref_logp = token_logp(reply_logits(ref, seq, T, EOS), seq[:, P:])
+        logp = token_logp(reply_logits(policy, x, y, EOS), y)
+        ref_logp = token_logp(reply_logits(ref, x, y, EOS), y)
     np.testing.assert_allclose(logp, slow_logp(policy, seq, P), atol=1e-4)
     np.testing.assert_allclose(ref_logp, slow_logp(ref, seq, P), atol=1e-4)
 
@@ -131,14 +131,37 @@ def test_eos_is_never_sampled_even_when_its_logit_is_huge():
 def test_scoring_renormalises_without_eos():
     model = huge_eos_gpt2()
     x = torch.randint(4, 10, (4, 5), generator=torch.Generator().manual_seed(3))
-    y = sample_replies(model, x, 6, EOS, torch.Generator().manual_seed(4))
+    y = sample_replies(model, x, 6, EOS, torch.Generator().manual_seed(4)).clone()  # an ordinary tensor, as gather's index under gradient
     seq = torch.cat([x, y], 1)
-    lg = reply_logits(model, seq, 6, EOS)  # (4, 6, V)
+    lg = reply_logits(model, x, y, EOS)  # (4, 6, V)
     assert torch.all(lg[..., EOS] == BANNED_LOGIT)
     np.testing.assert_allclose(token_logp(lg, seq[:, 5:]).detach(), slow_logp(model, seq, 5), atol=1e-4)
     probs = F.softmax(lg.detach(), -1)
     assert torch.all(probs[..., EOS] == 0.0)
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
+
+
+def test_shared_prompt_pass_gives_the_full_forward_logits_and_gradient():
+    """K replies sharing one pass of their prompt: the same logits and the same loss gradient as each
+    row's whole sequence through the model on its own (seed 000 section 6.11's `token_logits`)."""
+    K, P, T = 3, 5, 6
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(4, 12, (2, P), generator=g)  # (N_p, P)
+    shared, whole = tiny_gpt2(seed=4), tiny_gpt2(seed=4)
+    y = sample_replies(shared, x, T, EOS, g, K).clone()  # (N_p K, T)
+    assert y.shape == (2 * K, T)
+    A = torch.randn(2 * K, T, generator=g)  # any per-token weights
+
+    lg = reply_logits(shared, x, y, EOS)  # (N, T, V)
+    (-(A * token_logp(lg, y)).mean()).backward()
+    seq = torch.cat([x.repeat_interleave(K, 0), y], 1)  # (N, P + T): every row whole
+    lg_whole = ban(whole(seq).logits[:, P - 1 : -1].float(), EOS)
+    (-(A * token_logp(lg_whole, y)).mean()).backward()
+
+    np.testing.assert_allclose(lg.detach(), lg_whole.detach(), atol=1e-5)
+    np.testing.assert_allclose(token_logp(lg, y).detach(), slow_logp(shared, seq, P), atol=1e-4)
+    for (name, a), b in zip(shared.named_parameters(), whole.parameters()):
+        np.testing.assert_allclose(a.grad, b.grad, atol=1e-6, err_msg=name)
 
 
 def test_ban_sets_rather_than_adds():
@@ -247,8 +270,8 @@ def test_per_length_matches_one_prompt_at_a_time():
     x = torch.randint(4, 12, (5, 5), generator=g)  # right-padded: row i uses its first lengths[i] ids
     y = torch.randint(4, 12, (5, 4), generator=g)
     with torch.no_grad():
-        grouped = per_length(lambda xp, yp: reply_logits(policy, torch.cat([xp, yp], 1), 4, EOS), lengths, x, y)
-        rows = [reply_logits(policy, torch.cat([x[i : i + 1, : lengths[i]], y[i : i + 1]], 1), 4, EOS) for i in range(5)]
+        grouped = per_length(lambda xp, yp: reply_logits(policy, xp, yp, EOS), lengths, x, y)
+        rows = [reply_logits(policy, x[i : i + 1, : lengths[i]], y[i : i + 1], EOS) for i in range(5)]
     np.testing.assert_allclose(grouped, torch.cat(rows), atol=1e-5)
     one = per_length(lambda xp: xp.sum(1), torch.full((5,), 5), x)
     assert torch.equal(one, x.sum(1))  # one length: the plain call
