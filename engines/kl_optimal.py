@@ -195,3 +195,64 @@ class FrontierSettings(ReplySpaceSettings):
         require(len(self.betas) > 0, "give at least one beta.")
         require(finite(*self.betas) and min(self.betas) > 0, f"every beta must be a finite number > 0, got {list(self.betas)}.")
         require(finite(self.gap), f"the reward gap must be a finite number, got {self.gap}.")
+
+
+@dataclass(frozen=True)
+class SampledFrontier:
+    """The reward-KL frontier of a reference known only by m samples per prompt, one entry per beta."""
+
+    beta: np.ndarray
+    """The KL coefficients, (B,)."""
+    reward: np.ndarray
+    """Mean over prompts of E_{pi*}[R] = sum_i w_i R_i, (B,), reward units."""
+    kl: np.ndarray
+    """Mean over prompts of KL(pi* || pi_hat_ref) = sum_i w_i log(m w_i), (B,), nats; at most log m."""
+    ceiling: float
+    """log m: the largest KL any policy on m equally weighted samples can have, nats."""
+    reference_reward: float
+    """Mean reward of all the samples: the frontier's large-beta end (KL 0)."""
+    best_reward: float
+    """Mean over prompts of the best sample's reward: the small-beta end, best-of-m."""
+
+
+def sampled_frontier(rewards, betas) -> SampledFrontier:
+    """Seed 000 section 6.12's pi* with pi_ref replaced by the empirical distribution of its samples.
+
+    `rewards` is (M, m): R(x, y_i) of m replies y_i ~ pi_ref(. | x) to each of M prompts.
+    Each sample stands for weight 1/m of pi_ref, so the closed form (Ziegler et al. 2019)
+    becomes a softmax over the samples of one prompt,
+
+        w_i = exp(R_i / beta) / sum_j exp(R_j / beta),
+        KL_x = sum_i w_i log(m w_i) <= log m,     E_x[R] = sum_i w_i R_i,
+
+    and the frontier point at beta is the mean over prompts of (KL_x, E_x[R]): one beta for
+    all prompts, so the point maximises the prompts' mean E[R] - beta KL. Identical replies
+    may appear as separate samples: equal rewards get equal weights, so that changes nothing.
+    One beta at a time keeps the memory at one (M, m) array.
+    """
+    R = np.asarray(rewards, dtype=float)
+    require(R.ndim == 2 and R.shape[0] >= 1 and R.shape[1] >= 1, f"rewards must be an (M, m) array of M >= 1 prompts and m >= 1 samples, got shape {R.shape}.")
+    require(bool(np.all(np.isfinite(R))), "every reward must be a finite number.")
+    beta = np.atleast_1d(np.asarray(betas, dtype=float))
+    require(finite(*beta.tolist()) and bool(np.all(beta > 0)), "every beta must be a finite number > 0.")
+    m = R.shape[1]
+    ref_logp = np.full(m, -np.log(m))  # (m,): each sample carries 1/m of pi_ref
+    reward, kl = np.empty(len(beta)), np.empty(len(beta))
+    for k, b in enumerate(beta):
+        logp = optimal_logp(ref_logp, R, b)  # (M, m): log w_i, normalised per prompt
+        r_x, kl_x, _ = _expectations(logp, ref_logp, R)  # (M,) each
+        reward[k], kl[k] = r_x.mean(), max(kl_x.mean(), 0.0)  # rounding can leave -1e-17 at KL 0
+    return SampledFrontier(beta=beta, reward=reward, kl=kl, ceiling=float(np.log(m)),
+                           reference_reward=float(R.mean()), best_reward=float(R.max(1).mean()))
+
+
+def frontier_reward_at(frontier: SampledFrontier | OptimalPolicy, kl) -> np.ndarray:
+    """The frontier's E[R] at KL `kl` (nats), by linear interpolation; NaN beyond the frontier's largest KL.
+
+    Along a frontier both E[R] and KL grow as beta falls, so the points sorted by KL are
+    the curve; a KL below the smallest (0 up to rounding) reads the reference's reward.
+    """
+    order = np.argsort(frontier.kl, kind="stable")
+    kl_sorted, reward_sorted = np.asarray(frontier.kl)[order], np.asarray(frontier.reward)[order]
+    kl = np.asarray(kl, dtype=float)
+    return np.where(kl <= kl_sorted[-1], np.interp(kl, kl_sorted, reward_sorted), np.nan)

@@ -408,6 +408,41 @@ def per_length(fn, lengths: torch.Tensor, x: torch.Tensor, *rows_of: torch.Tenso
     return torch.cat(outs)[torch.argsort(torch.cat(groups))]
 
 
+def context_length(model) -> int | None:
+    """The most positions the model attends over (GPT-2: n_positions), or None when its config does not say."""
+    config = model.config
+    return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+
+
+def run_prompts(tokenizer, prompt_set: str, split: str, prompt_tokens: int, T: int, positions: int | None,
+                wanted: int, what: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """The prompts of a run's split ('train' or 'heldout'): (M, P_max) ids, (M,) lengths and their M texts.
+
+    'reviews': the bundled movie-review openings cut to their first `prompt_tokens` tokens;
+    'feelings': seed 001's lab prompts whole, right-padded. Refused in one sentence when fewer
+    than `wanted` are usable (`what` names the setting to lower) or when a prompt plus T reply
+    tokens would not fit the model's `positions`.
+    """
+    if prompt_set == "reviews":
+        ids, texts = prompt_ids(tokenizer, bundled_prompts(split), prompt_tokens)
+        lengths = torch.full((len(ids),), prompt_tokens, dtype=torch.long)
+        require(len(texts) >= wanted, f"only {len(texts)} {split} prompts have {prompt_tokens} tokens; ask for fewer {what}.")
+    else:
+        pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0  # never read: each prompt is cut to its own length
+        ids, lengths, texts = whole_prompt_ids(tokenizer, feeling_prompts(split), pad)
+        require(len(texts) >= wanted, f"there are only {len(texts)} {split} prompts; ask for fewer {what}.")
+    require(positions is None or ids.shape[1] + T <= positions,
+            f"a prompt of {ids.shape[1]} tokens + T = {ids.shape[1] + T} exceeds the model's {positions} positions.")
+    return ids, lengths, texts
+
+
+def sample_per_prompt(model, x: torch.Tensor, lengths: torch.Tensor, K: int, T: int, eos: int | None,
+                      generator: torch.Generator) -> torch.Tensor:
+    """(N_p K, T) replies to (N_p, P_max) right-padded prompts of (N_p,) `lengths`, K each in consecutive rows."""
+    return per_length(lambda xp: sample_replies(model, xp, T, eos, generator, K).unflatten(0, (-1, K)),
+                      lengths, x).flatten(0, 1)  # (N_p, K, T) -> (N, T)
+
+
 def mean_gold(reward, prompts: list[str], replies: list[str]) -> float | None:
     """Mean gold score g of the replies when `reward` has `gold(prompts, replies)`, else None."""
     gold = getattr(reward, "gold", None)
@@ -430,27 +465,12 @@ class LMRun:
         self.ref = copy.deepcopy(self.policy).requires_grad_(False)
         self.reward = reward if reward is not None else load_reward(s.reward, self.device)
         self.eos = tokenizer.eos_token_id
-        positions = getattr(policy.config, "n_positions", None) or getattr(policy.config, "max_position_embeddings", None)
-        if s.prompt_set == "reviews":
-            require(positions is None or s.prompt_tokens + s.T <= positions,
-                    f"prompt_tokens + T = {s.prompt_tokens + s.T} exceeds the model's {positions} positions.")
-            self.train_ids, self.train_texts = prompt_ids(tokenizer, bundled_prompts("train"), s.prompt_tokens)
-            eval_ids, eval_texts = prompt_ids(tokenizer, bundled_prompts("heldout"), s.prompt_tokens)
-            require(len(self.train_texts) >= s.prompts, f"only {len(self.train_texts)} training prompts have {s.prompt_tokens} tokens; ask for fewer prompts.")
-            require(len(eval_texts) >= s.eval_prompts, f"only {len(eval_texts)} held-out prompts have {s.prompt_tokens} tokens; ask for fewer eval_prompts.")
-            self.train_lengths = torch.full((len(self.train_ids),), s.prompt_tokens, dtype=torch.long)
-            eval_lengths = torch.full((len(eval_ids),), s.prompt_tokens, dtype=torch.long)
-        else:
-            pad = self.eos if self.eos is not None else 0  # never read: each prompt is cut to its own length
-            self.train_ids, self.train_lengths, self.train_texts = whole_prompt_ids(tokenizer, feeling_prompts("train"), pad)
-            eval_ids, eval_lengths, eval_texts = whole_prompt_ids(tokenizer, feeling_prompts("heldout"), pad)
-            longest = max(self.train_ids.shape[1], eval_ids.shape[1])
-            require(positions is None or longest + s.T <= positions,
-                    f"the longest prompt ({longest} tokens) + T = {longest + s.T} exceeds the model's {positions} positions.")
-            require(len(self.train_texts) >= s.prompts, f"there are only {len(self.train_texts)} training prompts; ask for fewer prompts.")
-            require(len(eval_texts) >= s.eval_prompts, f"there are only {len(eval_texts)} held-out prompts; ask for fewer eval_prompts.")
-        self.eval_ids, self.eval_texts = eval_ids[: s.eval_prompts], eval_texts[: s.eval_prompts]
-        self.eval_lengths = eval_lengths[: s.eval_prompts]
+        positions = context_length(policy)
+        self.train_ids, self.train_lengths, self.train_texts = run_prompts(
+            tokenizer, s.prompt_set, "train", s.prompt_tokens, s.T, positions, s.prompts, "prompts")
+        eval_ids, eval_lengths, eval_texts = run_prompts(
+            tokenizer, s.prompt_set, "heldout", s.prompt_tokens, s.T, positions, s.eval_prompts, "eval_prompts")
+        self.eval_ids, self.eval_lengths, self.eval_texts = eval_ids[: s.eval_prompts], eval_lengths[: s.eval_prompts], eval_texts[: s.eval_prompts]
         self.opt = torch.optim.Adam(self.policy.parameters(), lr=s.learning_rate)
         self.parameters = sum(p.numel() for p in self.policy.parameters())
 
@@ -462,9 +482,7 @@ class LMRun:
 
     def sample(self, x: torch.Tensor, lengths: torch.Tensor, K: int, generator: torch.Generator) -> torch.Tensor:
         """(N_p K, T) replies of the policy to (N_p, P_max) prompts of (N_p,) `lengths`, K each in consecutive rows."""
-        T = self.settings.T
-        return per_length(lambda xp: sample_replies(self.policy, xp, T, self.eos, generator, K).unflatten(0, (-1, K)),
-                          lengths, x).flatten(0, 1)  # (N_p, K, T) -> (N, T)
+        return sample_per_prompt(self.policy, x, lengths, K, self.settings.T, self.eos, generator)
 
     def logits(self, model, x: torch.Tensor, lengths: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """(N, T, V) logits of `model` (policy or reference) that predicted each token of the (N, T) replies `y`."""

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import panel as pn
@@ -26,16 +29,21 @@ from engines.kl_optimal import (
     OptimalPolicy,
     ReplySpace,
     ReplySpaceSettings,
+    SampledFrontier,
     boost_factor,
     enumerate_replies,
+    frontier_reward_at,
     optimal_logp,
     optimal_policy,
+    sampled_frontier,
 )
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
+from widgets.run_controls import RunControls
 from widgets.sliders import slider
+from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
 from widgets.url_state import sync_url
 
@@ -253,6 +261,122 @@ def top_table_html(space: ReplySpace, policy: OptimalPolicy) -> str:
     return f'<table class="fl-top">{head}{"".join(rows)}</table>'
 
 
+# ----------------------------------------------------------------------------- where the live runs sit
+
+LM_SOURCE = {"model": "embedded", "reward": "vader", "T": 24, "prompt_tokens": 8, "prompt_set": "reviews"}
+"""The live run's default model, reward and replies (engines.lm_frontier.LMFrontierSettings' defaults), written
+out so that the page imports torch only when a frontier is asked for."""
+LM_DEFAULTS = {"prompts": 64, "samples": 32, "seed": 0}
+"""LMFrontierSettings' defaults for M, m and the seed, for the same reason."""
+LM_BETAS = np.geomspace(1e-3, 1e3, 301)
+"""The beta sweep of the sampled frontier: from pi* on the best sample (KL near log m) to the reference (KL near 0)."""
+RUN_COLOURS = [c for name, c in OKABE_ITO.items() if name != "blue"]
+"""One colour per run drawn (blue is the frontier's)."""
+SOURCE_KEYS = ("model", "reward", "T", "prompt_tokens", "prompt_set")
+"""The run settings a frontier depends on: runs that share them are drawn over the same frontier."""
+
+
+def source_label(source: dict) -> str:
+    """How a reference model, reward and reply length read in the chooser (and in the link)."""
+    prompts = (f"review prompts of {source['prompt_tokens']} tokens" if source["prompt_set"] == "reviews"
+               else f"{source['prompt_set']} prompts")
+    return f"{source['model']} · {source['reward']} · T = {source['T']} · {prompts}"
+
+
+def run_source(run) -> dict:
+    """What a run's frontier depends on, from its config.json (defaults for settings an older run lacks)."""
+    settings = run.config.get("settings", {})
+    return {key: settings.get(key, LM_SOURCE[key]) for key in SOURCE_KEYS}
+
+
+def live_runs(root: Path | str | None = None):
+    """The run folders under `root` (default: the live-run page's) that have held-out evaluations, oldest first."""
+    import app.runs  # here, not above: it imports the live run's engine, and with it torch
+
+    return [run for run in app.runs.list_runs(app.runs.RUNS_DIR if root is None else root)
+            if any("kl_exact" in e for e in run.evals)]
+
+
+@dataclass(frozen=True)
+class FrontierView:
+    """What the sampled-frontier worker reports: progress, the frontier so far, or a failure."""
+
+    done: int = 0
+    """Prompts sampled and scored."""
+    total: int = 0
+    """Prompts asked for."""
+    samples: int = 0
+    """Replies m per prompt."""
+    seconds: float = 0.0
+    """Seconds spent sampling and scoring."""
+    frontier: SampledFrontier | None = None
+    """The frontier of the prompts done, or None while loading."""
+    best_reply: str = ""
+    """The best sample for the first prompt (pi* as beta -> 0), with its prompt."""
+    message: str = ""
+    """One sentence when the work failed."""
+
+
+def frontier_views(source: dict, prompts: int, samples: int, seed: int) -> Iterator[FrontierView]:
+    """Load the model and the reward once per server, then sample and score: a FrontierView per batch.
+
+    Runs on the worker thread; torch is imported here, when a frontier is first asked for.
+    """
+    from app.run_queue import MODELS
+    from engines.lm_frontier import LMFrontier, LMFrontierSettings
+    from engines.lm_models import ModelNotAvailable, load_causal_lm, resolve_device
+    from engines.lm_rewards import load_reward
+
+    yield FrontierView(total=prompts, samples=samples)
+    try:
+        settings = LMFrontierSettings(prompts=prompts, samples=samples, seed=seed, **source)
+        device = resolve_device(settings.device)
+        key = str(device)
+        model, tokenizer = MODELS.get(("model", settings.model, key), lambda: load_causal_lm(settings.model, device))
+        reward = MODELS.get(("reward", settings.reward, key), lambda: load_reward(settings.reward, device))
+        work = LMFrontier(settings, model=model, tokenizer=tokenizer, reward=reward)
+        for progress in work.steps():
+            yield FrontierView(
+                done=len(progress.prompts), total=prompts, samples=samples, seconds=progress.seconds,
+                frontier=sampled_frontier(progress.rewards, LM_BETAS),
+                best_reply=f"{html.escape(progress.prompts[0])}<b>{html.escape(progress.best_replies[0])}</b>",
+            )
+    except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:
+        yield FrontierView(total=prompts, samples=samples, message=str(error))
+
+
+def approximation_html(samples: int, prompts: int) -> str:
+    """What the sampled frontier is and is not, with this m and M."""
+    ceiling = math.log(samples)
+    return (
+        '<p class="fl-approx">How this frontier is made: the starting model π<sub>ref</sub>(·|x) is replaced by '
+        f"<b>m = {samples}</b> replies sampled from it for each of M = {prompts} held-out prompts, each of weight 1/m, "
+        "and π* reweights those replies only, in proportion to exp(R/β). So (1) its KL never exceeds "
+        f"<b>log m = {ceiling:.2f} nats</b> per reply (the dashed line): an evaluation further right has nothing to "
+        "compare against, and each doubling of m moves the line only log 2 = 0.69 nats. (2) It is a lower bound on the "
+        "true frontier, not an estimate of it: each point is what the starting model really reaches by drawing m replies "
+        "and keeping one with probability ∝ exp(R/β) (at β → 0, the best of m), at that reward and at most that KL, "
+        "whereas the true best policy can also move probability onto replies m samples never showed. (3) It carries "
+        "sampling noise from the M prompts and m replies. A run below the curve is beaten by that resampling of the "
+        "starting model at no more KL; a run well above it shows where the true frontier is higher than this curve. "
+        "KL is per reply, in nats, as the runs' exact held-out KL.</p>"
+    )
+
+
+def points_summary(points: dict, frontier: SampledFrontier) -> str:
+    """How many run evaluations lie within the frontier's reach, and how many of those lie below it."""
+    gaps = np.asarray(points["reward"], dtype=float) - np.asarray(points["frontier_reward"], dtype=float)
+    reach = np.isfinite(gaps)
+    if len(gaps) == 0:
+        return "No run's evaluations to draw: start runs on the live-run page with this model and reward."
+    text = (f"{len(gaps)} evaluations drawn; {int(reach.sum())} lie within the frontier's reach, a KL of "
+            f"{frontier.kl.max():.2f} nats (log m = {frontier.ceiling:.2f}, less where the best samples tie)")
+    if reach.any():
+        below = int((gaps[reach] < 0).sum())
+        text += f", {below} of them below the sampled frontier and {int(reach.sum()) - below} on or above it"
+    return text + "."
+
+
 CSS = """
 .fl-top, .fl-two table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 .fl-top th, .fl-top td, .fl-two td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.3); }
@@ -275,9 +399,19 @@ class KLPage(pn.viewable.Viewer):
     log_beta = param.Number(default=-0.7, bounds=(-2.5, 1.0), step=0.05, label="KL coefficient β (log scale)")
     zero_best = param.Boolean(default=False, label="Give “superb” zero reference probability")
     gap = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Log-odds gap between the two replies")
+    lm_source = param.Selector(default=source_label(LM_SOURCE), objects=[source_label(LM_SOURCE)],
+                               label="Reference model, reward and replies (the live runs' own)")
+    lm_prompts = param.Integer(default=LM_DEFAULTS["prompts"], bounds=(1, 64), label="Held-out prompts M")
+    lm_samples = param.Integer(default=LM_DEFAULTS["samples"], bounds=(2, 1024), label="Replies m sampled per prompt")
+    lm_seed = param.Integer(default=LM_DEFAULTS["seed"], bounds=(0, 999_999), label="Seed of the samples")
 
-    def __init__(self, query: dict[str, str] | None = None, **params):
+    CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed")
+
+    def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None, **params):
         super().__init__(**params)
+        self.runs = live_runs(runs_dir)
+        self.sources = {source_label(LM_SOURCE): LM_SOURCE} | {source_label(run_source(r)): run_source(r) for r in self.runs}
+        self.param.lm_source.objects = list(self.sources)
         self.rewards = ColumnDataSource(name="rewards")
         self.dist = ColumnDataSource(name="distributions")
         self.frontier = ColumnDataSource(name="frontier")
@@ -301,11 +435,25 @@ class KLPage(pn.viewable.Viewer):
         self.guide = session_guide()
         self.collapse_card = PredictionCard("kl/beta-to-zero", COLLAPSE_QUESTION, COLLAPSE_CHOICES, "collapses", collapse_text(), guide=self.guide)
         self.never_card = PredictionCard("kl/never-written", NEVER_QUESTION, NEVER_CHOICES, "zero", never_written_text(), guide=self.guide)
+        self.lm_curve = ColumnDataSource({"beta": [], "kl": [], "reward": []}, name="sampled_frontier")
+        self.lm_paths = ColumnDataSource({"xs": [], "ys": [], "colour": [], "label": []}, name="run_paths")
+        self.lm_points = ColumnDataSource({k: [] for k in ("run", "step", "kl", "reward", "frontier_reward", "colour", "label")},
+                                          name="run_evaluations")
+        self.lm_figure = self._lm_figure()
+        self.lm_status = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["fl-lm-status"])
+        self.lm_approx = pn.pane.HTML(sizing_mode="stretch_width")
+        self.lm_summary = pn.pane.HTML(sizing_mode="stretch_width")
+        self.lm_frontier: SampledFrontier | None = None
+        self.lm_run = StreamingRun(self._show_frontier, self._frontier_done)
+        self.lm_controls = RunControls(self.start_frontier, self.stop_frontier, seed=self.param.lm_seed)
         self._update_space()  # the link's values, applied next, update what depends on them
         self.param.watch(self._changed, ["log_beta", "zero_best", "gap"])
-        self.notice = sync_url(self, ["log_beta", "zero_best", "gap"], query)
+        self.param.watch(self._lm_changed, ["lm_source", "lm_prompts", "lm_samples", "lm_seed"])
+        self.notice = sync_url(self, list(self.CONTROLS), query)
         self._update_beta()
         self._update_two()
+        self._draw_runs()
+        self.lm_status.object = "<p>Press Start to sample the frontier of this model and reward.</p>"
 
     @property
     def beta(self) -> float:
@@ -340,6 +488,97 @@ class KLPage(pn.viewable.Viewer):
         pair.legend.location = "top_right"
         pair.legend.orientation = "horizontal"
         return rewards, ref, pi, frontier, pair
+
+    def _lm_figure(self):
+        fig = plot("KL(π ‖ π_ref) per reply (nats)", "reward R (log-odds)", x_range=Range1d(0, 1), y_range=DataRange1d(), height=420)
+        self.ceiling_rule = Span(location=0.0, dimension="height", line_color=OKABE_ITO["blue"], line_dash=[6, 4], visible=False)
+        fig.add_layout(self.ceiling_rule)
+        curve = fig.line("kl", "reward", source=self.lm_curve, color=OKABE_ITO["blue"], line_width=2.5,
+                         legend_label="sampled frontier: π* on m replies per prompt")
+        fig.multi_line("xs", "ys", source=self.lm_paths, line_color="colour", line_width=1.6, line_alpha=0.8)
+        points = fig.scatter("kl", "reward", source=self.lm_points, color="colour", size=8, line_color="white", legend_field="label")
+        fig.legend.location = "bottom_right"
+        fig.add_tools(HoverTool(renderers=[curve], tooltips=[("β", "@beta{0.0000}"), ("KL", "@kl{0.000} nats"), ("E[R]", "@reward{0.000}")]))
+        fig.add_tools(HoverTool(renderers=[points], tooltips=[("run", "@run"), ("step", "@step"), ("KL", "@kl{0.00} nats"),
+                                                               ("reward", "@reward{+0.000}"), ("frontier there", "@frontier_reward{+0.000}")]))
+        return fig
+
+    def _lm_changed(self, *events):
+        # A frontier belongs to one model, reward and sample: a new setting drops the old one.
+        self.stop_frontier()
+        self.lm_frontier = None
+        self.lm_curve.data = {"beta": [], "kl": [], "reward": []}
+        self.ceiling_rule.visible = False
+        self.lm_status.object = "<p>Press Start to sample the frontier with these settings.</p>"
+        self._draw_runs()
+
+    def start_frontier(self) -> None:
+        """Sample and score on a worker thread; the plot fills in prompt batch by prompt batch."""
+        self.lm_controls.param.update(running=True, progress=0.0)
+        self.lm_status.object = "<p>Loading the model and the reward…</p>"
+        source, M, m, seed = self.sources[self.lm_source], self.lm_prompts, self.lm_samples, self.lm_seed
+        self.lm_run.start(lambda: frontier_views(source, M, m, seed))
+
+    def stop_frontier(self) -> None:
+        self.lm_run.stop()
+        self.lm_controls.running = False
+
+    def _show_frontier(self, view: FrontierView) -> None:
+        if view.message:
+            self.lm_status.object = f'<p class="fl-lm-error">{html.escape(view.message)}</p>'
+            return
+        if view.frontier is None:
+            self.lm_status.object = "<p>Loading the model and the reward…</p>"
+            return
+        f = self.lm_frontier = view.frontier
+        with pn.io.hold():
+            self.lm_curve.data = {"beta": f.beta, "kl": f.kl, "reward": f.reward}
+            self.ceiling_rule.update(location=f.ceiling, visible=True)
+            self.lm_controls.progress = view.done / view.total
+            self.lm_status.object = (
+                f"<p>{view.done} of {view.total} prompts × {view.samples} replies sampled and scored in {view.seconds:.1f} s. "
+                f"Mean reward of the samples (π_ref, KL 0): <b>{f.reference_reward:+.3f}</b>; best of {view.samples} "
+                f"(β → 0, KL {f.kl[0]:.2f} nats): <b>{f.best_reward:+.3f}</b>. The best sample for the first prompt: "
+                f"“{view.best_reply}”.</p>"
+            )
+            self._draw_runs()
+
+    def _frontier_done(self, finished: bool) -> None:
+        self.lm_controls.running = False
+        if finished and self.lm_frontier is not None:
+            self.lm_controls.progress = 1.0
+
+    def _draw_runs(self) -> None:
+        """Each run of the chosen model and reward: its (exact KL, reward) evaluations in order of step."""
+        source = self.sources[self.lm_source]
+        runs = [r for r in self.runs if run_source(r) == source]
+        colours = [RUN_COLOURS[k % len(RUN_COLOURS)] for k in range(len(runs))]
+        labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
+        evals = [[e for e in r.evals if "kl_exact" in e] for r in runs]
+        self.lm_paths.data = {"xs": [[e["kl_exact"] for e in ev] for ev in evals], "ys": [[e["reward"] for e in ev] for ev in evals],
+                              "colour": colours, "label": labels}
+        flat = [(r.id, e, c, label) for r, ev, c, label in zip(runs, evals, colours, labels) for e in ev]
+        kl = np.array([e["kl_exact"] for _, e, _, _ in flat], dtype=float)
+        f = self.lm_frontier
+        self.lm_points.data = {
+            "run": [i for i, *_ in flat], "step": [e["step"] for _, e, _, _ in flat], "kl": kl,
+            "reward": [e["reward"] for _, e, _, _ in flat],
+            "frontier_reward": frontier_reward_at(f, kl) if f is not None and len(kl) else np.full(len(kl), np.nan),
+            "colour": [c for *_, c, _ in flat], "label": [label for *_, label in flat],
+        }
+        ceiling = math.log(self.lm_samples)
+        far = float(kl.max()) if len(kl) else 0.0
+        self.lm_figure.x_range.update(start=0.0, end=1.1 * max(ceiling, min(far, 3 * ceiling)))
+        self.lm_approx.object = approximation_html(self.lm_samples, self.lm_prompts)
+        summary = f"{len(kl)} evaluations drawn." if f is None and len(kl) else points_summary(self.lm_points.data, f)
+        beyond = int((kl > self.lm_figure.x_range.end).sum())
+        if beyond:
+            summary += f" {beyond} lie right of the view (up to {far:.1f} nats): zoom out to see them."
+        self.lm_summary.object = f'<p class="fl-lm-summary">{summary}</p>'
+
+    def close(self) -> None:
+        """The tab closed: stop sampling."""
+        self.lm_run.stop()
 
     def _changed(self, *events):
         # One batch per slider step; the plots' data first, the text after it.
@@ -423,6 +662,22 @@ class KLPage(pn.viewable.Viewer):
                 ),
                 sizing_mode="stretch_width",
             ),
+            pn.pane.Markdown("### Where the live runs sit", margin=(10, 10, 0, 10)),
+            pn.pane.HTML(
+                "<p>The same frontier for the language model of the live-run page, whose replies cannot be enumerated: "
+                "it is sampled, and each run's held-out evaluations (exact KL, reward) are drawn over it, step by step.</p>",
+                sizing_mode="stretch_width",
+            ),
+            pn.Row(
+                pn.widgets.Select.from_param(self.param.lm_source, width=520),
+                pn.widgets.IntInput.from_param(self.param.lm_prompts, width=150),
+                pn.widgets.IntInput.from_param(self.param.lm_samples, width=200),
+            ),
+            self.lm_controls,
+            self.lm_status,
+            plot_with_downloads(self.lm_figure, {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
+            self.lm_summary,
+            self.lm_approx,
             sizing_mode="stretch_width",
         )
 

@@ -1,12 +1,34 @@
 """The KL page without a browser: pi_ref, pi*, the frontier and the numbers against the engine."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from app.pages.kl import FRONTIER_BETAS, KLPage, beta_of, contains_best, page, probability_text, reference_without, reply_space
-from engines.kl_optimal import REFERENCE, ReplySpaceSettings, boost_factor, enumerate_replies, optimal_logp, optimal_policy
+from app.pages.kl import (
+    FRONTIER_BETAS,
+    LM_BETAS,
+    LM_SOURCE,
+    KLPage,
+    beta_of,
+    contains_best,
+    page,
+    probability_text,
+    reference_without,
+    reply_space,
+    source_label,
+)
+from engines.kl_optimal import (
+    REFERENCE,
+    ReplySpaceSettings,
+    boost_factor,
+    enumerate_replies,
+    optimal_logp,
+    optimal_policy,
+    sampled_frontier,
+)
+from widgets.style import OKABE_ITO
 from widgets.downloads import source_csv
 
 
@@ -138,3 +160,108 @@ def test_the_predictions_guard_the_frontier_and_the_zero_panel():
     assert "“good good good”" in never_written_text()
     pg.guide.prompts = False
     assert pg.collapse_card.revealed and pg.never_card.revealed
+
+
+# ----------------------------------------------------------------------------- where the live runs sit
+
+
+def write_run(root, name, evals, **settings):
+    """A run folder by the real RunWriter: config.json and one eval.jsonl line per (step, exact KL, reward)."""
+    import dataclasses
+
+    from app.runs import RunWriter
+    from engines.lm_reinforce import EvalResult, LMSettings
+
+    base = EvalResult(step=0, reward=0.0, p_positive=0.5, kl_exact=0.0, kl=0.0, entropy=0.8, ref_perplexity=2.0,
+                      distinct_1=0.5, distinct_2=0.9, beta=settings.get("beta", 0.05), prompts=("A prompt",),
+                      replies=(" good film",), tokens=((" good", " film"),), logp=np.array([[-1.0, -2.0]]),
+                      ref_logp=np.array([[-1.5, -1.5]]), R=np.array([1.0]))
+    with RunWriter(root / name, {"settings": dataclasses.asdict(LMSettings(**settings))}) as writer:
+        for step, kl, reward in evals:
+            writer.write(dataclasses.replace(base, step=step, kl_exact=kl, reward=reward))
+
+
+@pytest.fixture
+def runs_dir(tmp_path):
+    write_run(tmp_path, "a-beta0", [(0, 0.0, 0.4), (50, 1.0, 0.9), (100, 18.0, 2.8)], beta=0.0)
+    write_run(tmp_path, "b-beta0.05", [(0, 0.0, 0.4), (100, 1.5, 2.3)], beta=0.05)
+    write_run(tmp_path, "c-short", [(0, 0.0, 0.1), (10, 0.5, 0.3)], beta=0.05, T=12)
+    return tmp_path
+
+
+def test_the_section_starts_from_the_engine_defaults():
+    from engines.lm_frontier import LMFrontierSettings
+
+    d = LMFrontierSettings()
+    assert LM_SOURCE == {k: getattr(d, k) for k in LM_SOURCE}
+    pg = KLPage(query={}, runs_dir="/nonexistent/runs")
+    assert (pg.lm_prompts, pg.lm_samples, pg.lm_seed) == (d.prompts, d.samples, d.seed)
+    assert pg.param.lm_source.objects == [source_label(LM_SOURCE)] and len(pg.lm_points.data["kl"]) == 0
+    assert "No run's evaluations" in pg.lm_summary.object
+    assert f"log m = {math.log(d.samples):.2f} nats" in pg.lm_approx.object
+
+
+def test_the_page_module_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, app.pages.kl; assert 'torch' not in sys.modules, 'torch was imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+
+
+def test_runs_of_the_chosen_model_and_reward_are_drawn(runs_dir):
+    pg = KLPage(query={}, runs_dir=runs_dir)
+    assert len(pg.param.lm_source.objects) == 2 and KLPage.param.lm_source.objects == [source_label(LM_SOURCE)]
+    assert pg.lm_paths.data["xs"] == [[0.0, 1.0, 18.0], [0.0, 1.5]] and pg.lm_paths.data["ys"] == [[0.4, 0.9, 2.8], [0.4, 2.3]]
+    assert pg.lm_points.data["step"] == [0, 50, 100, 0, 100] and len(set(pg.lm_paths.data["colour"])) == 2
+    assert OKABE_ITO["blue"] not in pg.lm_paths.data["colour"]  # the frontier's colour
+    assert pg.lm_figure.x_range.end == pytest.approx(1.1 * 3 * math.log(32))  # the 18-nat point is left out of the view
+    assert "1 lie right of the view (up to 18.0 nats)" in pg.lm_summary.object
+    short = next(label for label in pg.param.lm_source.objects if "T = 12" in label)
+    pg.lm_source = short
+    assert pg.lm_paths.data["xs"] == [[0.0, 0.5]] and pg.lm_points.data["reward"] == [0.1, 0.3]
+    linked = KLPage(query={"lm_source": short, "lm_samples": "64"}, runs_dir=runs_dir)
+    assert linked.lm_source == short and linked.lm_samples == 64 and not linked.notice.visible
+
+
+def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(runs_dir):
+    from engines.lm_frontier import LMFrontierSettings, lm_frontier
+
+    pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4", "lm_seed": "7"}, runs_dir=runs_dir)
+    pg.start_frontier()
+    pg.lm_run.join(120)
+    assert pg.lm_controls.progress == 1.0 and not pg.lm_controls.running
+    expected = sampled_frontier(lm_frontier(LMFrontierSettings(prompts=2, samples=4, seed=7)).rewards, LM_BETAS)
+    np.testing.assert_array_equal(pg.lm_curve.data["kl"], expected.kl)
+    np.testing.assert_array_equal(pg.lm_curve.data["reward"], expected.reward)
+    assert pg.ceiling_rule.visible and pg.ceiling_rule.location == pytest.approx(math.log(4))
+    assert f"<b>{expected.reference_reward:+.3f}</b>" in pg.lm_status.object and "2 of 2 prompts × 4 replies" in pg.lm_status.object
+    kl = np.asarray(pg.lm_points.data["kl"])
+    frontier = np.asarray(pg.lm_points.data["frontier_reward"])
+    within = kl <= expected.kl.max()
+    np.testing.assert_allclose(frontier[within], np.interp(kl[within], expected.kl[::-1], expected.reward[::-1]))
+    assert np.all(np.isnan(frontier[~within])) and within[[0, 3]].all() and not within[2]  # KL 0 always, 18 nats never
+    below = int((np.asarray(pg.lm_points.data["reward"])[within] < frontier[within]).sum())
+    assert f"{within.sum()} lie within the frontier's reach, a KL of {expected.kl.max():.2f} nats (log m = 1.39" in pg.lm_summary.object
+    assert f"{below} of them below the sampled frontier" in pg.lm_summary.object
+    pg.lm_samples = 8  # another m: the old frontier is dropped
+    assert len(pg.lm_curve.data["kl"]) == 0 and not pg.ceiling_rule.visible and "log m = 2.08" in pg.lm_approx.object
+
+
+def test_a_model_that_cannot_be_loaded_gives_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    write_run(tmp_path, "x", [(0, 0.0, 0.1)], model="feedback-lab-tests/no-such-model")
+    pg = KLPage(query={}, runs_dir=tmp_path)
+    pg.lm_source = next(label for label in pg.param.lm_source.objects if "no-such-model" in label)
+    pg.start_frontier()
+    pg.lm_run.join(60)
+    assert "cannot be downloaded without network" in pg.lm_status.object and not pg.lm_controls.running
+    pg.lm_source = source_label(LM_SOURCE)  # the page keeps working
+    assert "Press Start" in pg.lm_status.object
+
+
+@pytest.mark.parametrize("query,bad", [({"lm_samples": "2000"}, "lm_samples"), ({"lm_prompts": "0"}, "lm_prompts"),
+                                       ({"lm_source": "gpt9 · vader"}, "lm_source")])
+def test_bad_frontier_link_values_fall_back(query, bad):
+    pg = KLPage(query=query, runs_dir="/nonexistent/runs")
+    assert pg.notice.visible and f"{bad}=" in pg.notice.object and getattr(pg, bad) == KLPage.param[bad].default

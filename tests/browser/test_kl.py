@@ -72,3 +72,16 @@ def test_shared_link_restores_state_and_bad_values_fall_back(open_page, console_
     assert page.get_by_text("in the link was ignored").count() == 2
     assert shown_text(page.locator(".fl-summary").first) == expected_sentence(-0.7)
     assert console_errors == []
+
+
+def test_the_sampled_frontier_streams_in_from_a_link(open_page, console_errors, shown_text):
+    page = open_page("kl", "?lm_prompts=2&lm_samples=4&lm_seed=3")
+    status = page.locator(".fl-lm-status").first
+    expect(status).to_contain_text("Press Start")
+    page.get_by_role("button", name="Start").first.click()
+    expect(status).to_contain_text("2 of 2 prompts × 4 replies sampled and scored", timeout=60_000)
+    assert "log m = 1.39 nats" in shown_text(page.locator(".fl-approx").first)
+    assert "No run's evaluations to draw" in shown_text(page.locator(".fl-lm-summary").first)
+    query = page.evaluate("() => location.search")
+    assert "lm_samples=4" in query and "lm_seed=3" in query
+    assert console_errors == []
