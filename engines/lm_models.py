@@ -7,6 +7,12 @@ All three go through the same `from_pretrained` path. A hub model is first looke
 the local cache; if it is not there and cannot be downloaded (no network, or
 HF_HUB_OFFLINE=1), `ModelNotAvailable` says so in one sentence.
 
+A caller that wants to show a download first asks `download_size(name)`: None when nothing
+needs fetching (the embedded model, a folder, a hub id already in the cache), else the
+`Download` of the files `from_pretrained` will read, with their sizes from the hub. Then
+`fetch(download, progress)` downloads them into the hub's cache, reporting bytes done, and
+returns the folder to load from.
+
 Weights stay float32; on CUDA the forward passes run under bf16 autocast (`autocast`),
 and every softmax is taken in float32.
 """
@@ -16,13 +22,22 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import threading
+from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
+from typing import Callable
 
 import torch
 
 EMBEDDED = "embedded"
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models" / "embedded"
 DEVICES = ("auto", "cpu", "cuda")
+HUB_SIDE_FILES = ("*.json", "*.txt", "*.model", "*.tiktoken")
+"""Besides the weights, what `from_pretrained` reads of a hub repository: configs and tokenizer files."""
+HUB_WEIGHTS = (("*.safetensors",), ("pytorch_model*.bin",))
+"""Weight files by preference: safetensors if the repository has them, else PyTorch's .bin files
+(never both, nor the TensorFlow, Flax, ONNX or Rust copies many repositories also hold)."""
 
 
 class ModelNotAvailable(RuntimeError):
@@ -56,6 +71,24 @@ def _offline() -> bool:
     return any(f in ("1", "ON", "YES", "TRUE") for f in flags)
 
 
+def _hint(what: str) -> str:
+    return "use 'embedded' or a local folder" if what == "model" else "use the 'vader' reward"
+
+
+def _reason(error: Exception) -> str:
+    """The first line of an error's message (its kind when it has none), to sit inside a sentence."""
+    text = str(error).strip()
+    return text.splitlines()[0].rstrip(".") if text else type(error).__name__
+
+
+def _offline_refusal(name: str, what: str) -> ModelNotAvailable:
+    return ModelNotAvailable(f"The {what} '{name}' is not on this machine and cannot be downloaded without network; {_hint(what)}.")
+
+
+def _download_refusal(name: str, what: str, error: Exception) -> ModelNotAvailable:
+    return ModelNotAvailable(f"The {what} '{name}' is not on this machine and could not be downloaded ({_reason(error)}); {_hint(what)}.")
+
+
 def from_pretrained(loader, name: str, what: str = "model", **kwargs):
     """`loader.from_pretrained` for `name`: local folder or cache first, then a download.
 
@@ -70,14 +103,126 @@ def from_pretrained(loader, name: str, what: str = "model", **kwargs):
         return loader.from_pretrained(source, local_files_only=True, **kwargs)
     except (OSError, ValueError):
         pass
-    hint = "use 'embedded' or a local folder" if what == "model" else "use the 'vader' reward"
     if _offline():
-        raise ModelNotAvailable(f"The {what} '{name}' is not on this machine and cannot be downloaded without network; {hint}.")
+        raise _offline_refusal(name, what)
     try:
         return loader.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ModelNotAvailable(f"The {what} '{name}' is not on this machine and could not be downloaded ({reason}); {hint}.") from error
+        raise _download_refusal(name, what, error) from error
+
+
+# ----------------------------------------------------------------------------- downloads shown before they happen
+
+
+@dataclass(frozen=True)
+class Download:
+    """The files of a hub repository that loading it will fetch."""
+
+    name: str
+    """The hub id."""
+    what: str
+    """'model' or 'reward classifier', for the sentences."""
+    files: tuple[tuple[str, int], ...]
+    """(file name, size in bytes) of every file to fetch."""
+
+    @property
+    def size(self) -> int:
+        """Bytes to download in all."""
+        return sum(size for _, size in self.files)
+
+
+def hub_files(siblings) -> tuple[tuple[str, int], ...]:
+    """The files `from_pretrained` needs among a repository's (file name, size) pairs: the top-level
+    configs and tokenizer files, and one kind of weights (HUB_WEIGHTS)."""
+    top = [(name, int(size or 0)) for name, size in siblings if "/" not in name]
+    side = [f for f in top if any(fnmatch(f[0], p) for p in HUB_SIDE_FILES)]
+    for patterns in HUB_WEIGHTS:
+        weights = [f for f in top if any(fnmatch(f[0], p) for p in patterns)]
+        if weights:
+            return tuple(side + weights)
+    return ()
+
+
+def in_cache(name: str) -> bool:
+    """True when the hub id `name` already has a config in the local Hugging Face cache (no network asked)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except ValueError:  # not of a hub id's form: it cannot be in the cache
+        return False
+
+
+def download_size(name: str, what: str = "model") -> Download | None:
+    """What loading `name` would download: None for the embedded model, a folder or a cached hub id.
+
+    Asks the hub for the repository's file sizes. Raises ModelNotAvailable with one
+    sentence when there is no network (or HF_HUB_OFFLINE=1), the hub has no such
+    repository, or it holds no PyTorch weights.
+    """
+    if name == EMBEDDED or Path(model_source(name)).is_dir() or in_cache(name):
+        return None
+    if _offline():
+        raise _offline_refusal(name, what)
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        info = HfApi().model_info(name, files_metadata=True)
+    except RepositoryNotFoundError:
+        raise ModelNotAvailable(f"The hub has no {what} '{name}' (or it is private); {_hint(what)}.") from None
+    except Exception as error:  # no route, a timeout, a malformed id: the hub client raises many kinds, all one answer here
+        raise _download_refusal(name, what, error) from error
+    files = hub_files((s.rfilename, s.size) for s in info.siblings or ())
+    if not files:
+        raise ModelNotAvailable(f"The hub's '{name}' has no PyTorch or safetensors weights to load; {_hint(what)}.")
+    return Download(name=name, what=what, files=files)
+
+
+def progress_bar_class(report: Callable[[int, int], None], total: int):
+    """A tqdm class for `snapshot_download` that calls report(bytes done, total) instead of drawing.
+
+    The hub client makes several bars (bytes received, bytes written, files done); the
+    furthest byte count is reported, or the share of files done times `total` while no
+    byte count has come (clients that count only files).
+    """
+    from tqdm.auto import tqdm
+
+    lock = threading.Lock()
+    bars: list[tqdm] = []
+
+    class Reporting(tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs.pop("name", None)
+            super().__init__(*args, **{**kwargs, "disable": True})
+            self.counts_bytes = kwargs.get("unit") == "B"
+            with lock:
+                bars.append(self)
+
+        def update(self, n=1):
+            with lock:
+                self.n += n or 0  # a disabled tqdm counts nothing itself
+                done = max((b.n for b in bars if b.counts_bytes), default=0)
+                if done == 0:
+                    done = max((total * b.n / b.total for b in bars if not b.counts_bytes and b.total), default=0)
+            report(int(min(done, total)), total)
+
+    return Reporting
+
+
+def fetch(download: Download, progress: Callable[[int, int], None] | None = None) -> str:
+    """Download the files of `download` into the hub's cache and return their folder.
+
+    `progress(bytes done, bytes in all)` is called from the download threads as bytes
+    arrive. Raises ModelNotAvailable with one sentence when the download fails.
+    """
+    from huggingface_hub import snapshot_download
+
+    bar = progress_bar_class(progress, download.size) if progress is not None else None
+    try:
+        return snapshot_download(download.name, allow_patterns=[name for name, _ in download.files], tqdm_class=bar)
+    except Exception as error:  # a dropped connection, a full disk: one sentence, whatever the client raised
+        raise _download_refusal(download.name, download.what, error) from error
 
 
 def load_causal_lm(name: str, device: torch.device):

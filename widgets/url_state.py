@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 
 import panel as pn
 import param
@@ -80,12 +81,19 @@ def notice_alert(notices: list[str], alert: pn.pane.Alert | None = None) -> pn.p
     return alert
 
 
-def sync_url(obj: param.Parameterized, names: list[str], query: dict[str, str] | None = None) -> pn.pane.Alert:
+def sync_url(obj: param.Parameterized, names: list[str], query: dict[str, str] | None = None,
+             adjust: Callable[[dict[str, str]], tuple[dict[str, str], list[str]]] | None = None) -> pn.pane.Alert:
     """Apply the link's valid values to `obj`, keep the URL in step, return the notice pane.
 
     `query` defaults to the current session's request arguments (tests pass one).
+    `adjust(query) -> (query, notices)`, if given, rewrites the link's values before they are
+    parsed (a server's limits: a number above one is set to it) and says so in its notices;
+    the browser's own query string goes through it too, so a value is said once.
     """
-    values, notices = parse_query(obj, _session_query() if query is None else query, names)
+    query = _session_query() if query is None else query
+    query, adjusted = adjust(query) if adjust is not None else (query, [])
+    values, notices = parse_query(obj, query, names)
+    notices = adjusted + notices
     obj.param.update(**values)
     alert = notice_alert(notices)
     location = pn.state.location if pn.state.curdoc and pn.state.curdoc.session_context else None
@@ -96,7 +104,8 @@ def sync_url(obj: param.Parameterized, names: list[str], query: dict[str, str] |
             # or nothing: keep its valid values, report the rest once, and rewrite the URL.
             # The browser sends numbers back parsed ("-9" as -9.0): a value the request already
             # reported is not reported twice.
-            valid, more = parse_query(obj, {k: str(v) for k, v in rejected.items()}, list(rejected))
+            texts = {k: str(v) for k, v in rejected.items()}
+            valid, more = parse_query(obj, adjust(texts)[0] if adjust is not None else texts, list(rejected))
             obj.param.update(**valid)
             reported = {notice.split("=", 1)[0] for notice in notices}
             more = [notice for notice in more if notice.split("=", 1)[0] not in reported]

@@ -16,6 +16,13 @@ flight is finished and written first, then the files are closed, and the run is 
 interrupted. (Closing a tab stops its work, as on every page; and no unwatched run holds the
 device while others wait.) A paused run keeps its place on the device until it is resumed or
 stopped, so a class can pause to read the samples without losing its turn.
+
+The reward may be a reward model saved by the reward-models page (seed 001 sections 6 to 8):
+the run then trains on the lab's feeling prompts and every result carries the gold score g
+of the same replies, drawn dashed beside the learned reward over steps and over the KL to
+the reference (the over-optimisation curve of Gao et al. 2023). A hub model or classifier
+not yet on this machine is sized first and downloaded with a progress bar; offline, one
+sentence says it cannot be fetched. The server's limits (app/limits.py) bound every control.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ import html
 import io
 import itertools
 import math
+import re
 import threading
 import time
+import unicodedata
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,15 +49,20 @@ from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 from bokeh.palettes import PuOr
 
+from app.limits import ServerLimits, current as current_limits
 from app.run_queue import MODELS, QUEUE, ModelCache, RunQueue
-from app.runs import FILES, RUNS_DIR, Run, RunWriter, eval_record, new_run_id, read_run, run_config, step_record
+from app.runs import (FILES, RUNS_DIR, Run, RunWriter, eval_record, learned_rewards, new_run_id, read_run, run_config,
+                      step_record)
 from app.train_lm import format_eval, format_worked_example
-from engines.lm_models import ModelNotAvailable, load_causal_lm, resolve_device
+from engines.lm_models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, load_causal_lm,
+                               resolve_device)
 from engines.lm_reinforce import EvalResult, LMRun, LMSettings, Sample, StepResult, default_lr, worked_example
-from engines.lm_rewards import REWARDS, load_reward
+from engines.lm_rewards import REWARDS, SEED_CLASSIFIER, load_reward
+from engines.reward_model import REWARD_PREFIX
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
@@ -65,8 +79,9 @@ KEEP_SAMPLES = DEFAULTS.keep_samples
 """Newest replies kept per step for display (fewer when a step has fewer prompts)."""
 WAIT_POLL = 0.25
 """Seconds between looks at the queue or the pause button: a Stop is seen within this time."""
-STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time")
-EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2")
+STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time", "gold")
+EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2", "gold")
+"""The curves' columns; "gold" is NaN (drawn as nothing) unless the reward is a learned reward model."""
 EVAL_TABLE = (
     ("step", "step", "{:d}"),
     ("reward", "reward", "{:+.2f}"),
@@ -88,8 +103,22 @@ RATIO_PALETTE = PuOr[11]
 than the reference does), white (as much), orange (more)."""
 RATIO_LIMIT = 4.0
 """Log-ratios beyond +-4 nats get the palette's darkest colours."""
-MODEL_PATTERN = r"^[^\x00-\x1f]{0,200}$"
-"""A model name, hub id or folder: printable, at most 200 characters."""
+MODEL_CHARS = 200
+"""Longest model name, hub id or folder the page takes (less where the server's max_prompt_chars is less)."""
+MODEL_PATTERN = rf"^[^\x00-\x1f]{{0,{MODEL_CHARS}}}$"
+"""A model name from a link: printable, at most MODEL_CHARS characters (the text box says more, see model_problem)."""
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+"""The form of a hub id: a name, or owner/name."""
+LIMITED = {
+    "steps": ("max_steps", "steps per run"),
+    "eval_every": ("max_steps", "steps between evaluations"),
+    "prompts": ("max_prompts", "prompts per step"),
+    "eval_prompts": ("max_prompts", "held-out prompts"),
+    "replies": ("max_replies", "replies per prompt"),
+    "eval_replies": ("max_replies", "replies per held-out prompt"),
+    "T": ("max_reply_tokens", "tokens per reply"),
+}
+"""The controls the server's limits bound: control -> (ServerLimits field, what it counts)."""
 
 INTRO = (
     "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
@@ -114,6 +143,14 @@ NOTICE = (
 PREDICT = (
     "Before you start a run with β = 0: the reward will rise. What will the replies look like after "
     "a hundred steps, and what will happen to distinct-1?"
+)
+GOODHART = (
+    "With a saved reward model the run continues the lab's feeling prompts, on which it was trained. "
+    "The dashed lines are the gold score g of the same replies: the hidden rule that labelled the reward model's "
+    "training pairs (distinct positive words count, up to three; negative words and crowding cost). The policy is "
+    "trained on the reward model's R, which learned g only from replies like those in its pairs, so the further the "
+    "policy moves from the reference, the more it finds replies where R is high and g is not: R climbs while g stalls "
+    "or falls (Goodhart's law). Over the KL, this is the over-optimisation curve of Gao et al. (2023)."
 )
 COMPARE = (
     "Reward, P(positive), KL (exact) and distinct-1 are each run's last held-out evaluation. "
@@ -205,7 +242,95 @@ def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
 
 def reward_label(reward: str) -> str:
     """How the worked example names the reward's log-odds."""
-    return "VADER" if reward == "vader" else "classifier"
+    return "VADER" if reward == "vader" else "reward-model" if is_learned(reward) else "classifier"
+
+
+def is_learned(reward: str) -> bool:
+    """True for a saved reward model ('reward-model:PATH'), the reward that has a gold score beside it."""
+    return reward.startswith(REWARD_PREFIX)
+
+
+def reward_options(runs_dir: Path) -> dict[str, str]:
+    """The Reward control's entries, label -> reward: the registered rewards, then each saved reward model by file name."""
+    return {name: name for name in REWARDS} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(runs_dir)}
+
+
+def format_bytes(n: int) -> str:
+    """548105171 -> '548 MB' (decimal units, as the hub shows sizes)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n < 10 * size else f"{n / size:.0f} {unit}"
+    return f"{n} bytes"
+
+
+def shown_path(path: Path) -> str:
+    """A folder as a sentence names it: relative to the working folder when inside it."""
+    path = path.resolve()
+    return f"{path.relative_to(Path.cwd())}/" if path.is_relative_to(Path.cwd()) else f"{path}/"
+
+
+def model_problem(name: str, folders: tuple[Path, ...], max_chars: int) -> str:
+    """Why the model box's text cannot be a model, in one sentence ('' when it may be one).
+
+    A folder must lie inside `folders` (what this server lets a learner load); a hub id
+    must have a hub id's form. Whether the hub has it is learned when the run starts.
+    """
+    where = " or ".join(shown_path(f) for f in folders)
+    if not name.strip():
+        return f"Give a model: 'embedded', a hub id such as gpt2, or a folder in {where}."
+    if len(name) > max_chars:
+        return f"A model name has at most {max_chars} characters; this one has {len(name):,}."
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        return "The model name holds a control character (a line break, a tab or an invisible code); type it on one line."
+    name = name.strip()
+    if name == EMBEDDED:
+        return ""
+    path = Path(name).expanduser()
+    if name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1 or path.is_dir():
+        folder = path.resolve()
+        if not any(folder.is_relative_to(f.resolve()) for f in folders):
+            return f"The folder {name} is outside the folders this server loads models from ({where})."
+        if not (folder / "config.json").is_file():
+            return f"There is no model in the folder {name} (it has no config.json)."
+        return ""
+    if HUB_ID.match(name) is None or "--" in name or ".." in name:
+        return f"'{name}' is not a model name: give 'embedded', a hub id such as gpt2 or distilbert/distilgpt2, or a folder in {where}."
+    return ""
+
+
+def limit_bounds(limits: ServerLimits, page: param.Parameterized) -> dict[str, int]:
+    """The highest value of each limited control: the server's limit (within what the engine takes)."""
+    highest = {name: getattr(limits, field) for name, (field, _) in LIMITED.items()}
+    highest["eval_prompts"] = min(highest["eval_prompts"], page.param.eval_prompts.bounds[1])
+    return highest
+
+
+def clamp_query(query: dict[str, str], highest: dict[str, int]) -> tuple[dict[str, str], list[str]]:
+    """A link's values with every number above the server's limit set to the limit, and one sentence for each."""
+    query, notices = dict(query), []
+    for name, n in highest.items():
+        try:
+            value = float(query[name])
+        except (KeyError, ValueError):
+            continue  # absent, or not a number: sync_url says so
+        if math.isfinite(value) and value > n:
+            query[name] = str(n)
+            notices.append(limit_sentence(name, n))
+    return query, notices
+
+
+def limit_sentence(name: str, n: int) -> str:
+    """What a link or a box asking for more than the limit `n` of control `name` is told."""
+    return f"This server allows at most {n} {LIMITED[name][1]}; the run was set to {n}."
+
+
+def limit_problem(settings: LMSettings, highest: dict[str, int]) -> str:
+    """One sentence if `settings` ask for more than the server allows ('' otherwise)."""
+    for name, n in highest.items():
+        value = getattr(settings, name)
+        if value > n:
+            return f"This server allows at most {n} {LIMITED[name][1]}; this run asks for {value}, so it was not started."
+    return ""
 
 
 def worked_example_html(result: EvalResult, i: int, reward: str) -> str:
@@ -251,13 +376,15 @@ def runs_frame(runs: list[Run], running: set[str]) -> pd.DataFrame:
             "P(positive)": round(last.get("p_positive", math.nan), 3),
             "KL": round(last.get("kl_exact", math.nan), 2),
             "distinct-1": round(last.get("distinct_1", math.nan), 3),
+            "gold": round(last.get("gold", math.nan), 2),
         })
-    columns = ["run", "status", "β", "steps", "reward", "P(positive)", "KL", "distinct-1"]
+    columns = ["run", "status", "β", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
     return pd.DataFrame(rows, columns=columns)
 
 
 def columns_of(records: list[dict], keys: tuple[str, ...]) -> dict[str, list]:
-    return {k: [r[k] for r in records] for k in keys}
+    """Records as plot columns; a key a record lacks (gold, without a learned reward) is NaN there."""
+    return {k: [r.get(k, math.nan) for r in records] for k in keys}
 
 
 def run_label(settings: LMSettings) -> str:
@@ -312,6 +439,8 @@ class LiveState:
     step: int = 0
     samples: tuple[Sample, ...] = ()
     """The newest step's kept replies."""
+    download: tuple[str, int, int] | None = None
+    """(hub id, bytes done, bytes in all) while a model or classifier downloads (phase 'downloading')."""
 
 
 def advance(state: LiveState, result: StepResult | EvalResult) -> LiveState:
@@ -328,10 +457,12 @@ class LiveRunPage(pn.viewable.Viewer):
     """The run's settings; start, pause, resume, stop; live curves, samples, tables; earlier runs."""
 
     model = param.String(default=DEFAULTS.model, regex=MODEL_PATTERN, label="Model: embedded, a hub id (gpt2) or a folder")
-    reward = param.Selector(default=DEFAULTS.reward, objects=list(REWARDS), label="Reward")
+    reward = param.Selector(default=DEFAULTS.reward, objects=list(REWARDS), label="Reward",
+                            doc="The registered rewards and, per page, the reward models saved in the runs folder.")
     beta = param.Number(default=DEFAULTS.beta, bounds=(0.0, 10.0), step=0.01, label="KL coefficient β")
     lr = param.Number(default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5, label="Learning rate (Adam)")
     steps = param.Integer(default=DEFAULTS.steps, bounds=(1, 5000), label="Training steps")
+    # The highest values of these bounds are the server's limits, set per page (LIMITED).
     prompts = param.Integer(default=DEFAULTS.prompts, bounds=(1, 64), label="Prompts per step")
     replies = param.Integer(default=DEFAULTS.replies, bounds=(2, 16), label="Replies per prompt K")
     T = param.Integer(default=DEFAULTS.T, bounds=(1, 64), label="Reply length T (tokens)")
@@ -340,7 +471,7 @@ class LiveRunPage(pn.viewable.Viewer):
     eval_every = param.Integer(default=DEFAULTS.eval_every, bounds=(1, 5000), label="Evaluate every (steps)")
     eval_prompts = param.Integer(default=DEFAULTS.eval_prompts, bounds=(1, 64), label="Held-out prompts")
     eval_replies = param.Integer(default=DEFAULTS.eval_replies, bounds=(1, 16), label="Replies per held-out prompt")
-    phase = param.Selector(default="idle", objects=["idle", "loading", "queued", "running", "paused"], precedence=-1,
+    phase = param.Selector(default="idle", objects=["idle", "loading", "downloading", "queued", "running", "paused"], precedence=-1,
                            doc="What this tab's run is doing.")
 
     SETTINGS = ("model", "reward", "beta", "lr", "steps", "prompts", "replies", "T", "seed", "device",
@@ -351,6 +482,16 @@ class LiveRunPage(pn.viewable.Viewer):
         super().__init__(**params)
         self.runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
         self.queue, self.models = queue or QUEUE, models or MODELS
+        self.limits = current_limits()
+        self.highest = limit_bounds(self.limits, self)
+        for name, n in self.highest.items():
+            low = self.param[name].bounds[0]
+            self.param[name].bounds = (low, max(low, n))  # replies >= 2 even where the limit is 1: start() refuses then
+            if getattr(self, name) > n:
+                setattr(self, name, max(low, n))
+        self.model_chars = min(MODEL_CHARS, self.limits.max_prompt_chars)
+        self.model_folders = (EMBEDDED_DIR.parent, self.runs_dir)
+        """Where a model folder may lie: the bundled models and the runs folder (nothing else on the server is read)."""
         self._doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
         self._paused = threading.Event()
         self._state: LiveState | None = None
@@ -360,8 +501,8 @@ class LiveRunPage(pn.viewable.Viewer):
 
         self.steps_source = ColumnDataSource({k: [] for k in STEP_COLUMNS}, name="metrics")
         self.evals_source = ColumnDataSource({k: [] for k in EVAL_COLUMNS}, name="evals")
-        self.overlay_steps = ColumnDataSource({k: [] for k in ("xs", "reward", "p_positive", "kl", "entropy", "colour", "label")}, name="overlay_metrics")
-        self.overlay_evals = ColumnDataSource({k: [] for k in ("xs", "distinct_1", "distinct_2", "colour", "label")}, name="overlay_evals")
+        self.overlay_steps = ColumnDataSource({k: [] for k in ("xs", "reward", "p_positive", "kl", "entropy", "gold", "colour", "label")}, name="overlay_metrics")
+        self.overlay_evals = ColumnDataSource({k: [] for k in ("xs", "distinct_1", "distinct_2", "kl_xs", "reward", "gold", "colour", "label")}, name="overlay_evals")
         self.figures = self._figures()
 
         self.runner = StreamingRun(self._show_state, self._done)
@@ -373,6 +514,12 @@ class LiveRunPage(pn.viewable.Viewer):
         self.status = pn.pane.HTML(self._idle_text(None), sizing_mode="stretch_width", stylesheets=[CSS])
         self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width", css_classes=["fl-run-error"])
+        self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
+                                                   css_classes=["fl-download"])
+        self.goodhart = pn.pane.Markdown(GOODHART, sizing_mode="stretch_width", margin=(0, 10), css_classes=["fl-goodhart"])
+        self.model_box = pn.widgets.TextInput(label=self.param.model.label, value=self.model, width=330,
+                                              max_length=max(self.model_chars + 1, 5000))
+        self.model_box.param.watch(self._model_typed, "value")
         self.metrics = MetricRow({
             "step": ("step", "{value:.0f}"),
             "reward": ("reward R (log-odds)", "{value:+.2f}"),
@@ -401,7 +548,10 @@ class LiveRunPage(pn.viewable.Viewer):
 
         self.param.watch(self._model_changed, "model")
         self.param.watch(lambda _e: self._show_phase(), "phase")
-        self.notice = sync_url(self, list(self.SETTINGS), query)
+        self.param.watch(lambda _e: self._show_reward_kind(), "reward")
+        self._refresh_rewards()
+        self.notice = sync_url(self, list(self.SETTINGS), query, adjust=lambda link: clamp_query(link, self.highest))
+        self._show_reward_kind()
         self._unsubscribe = self.queue.subscribe(self._queue_changed)
         self._show_legend()
         self._show_queue()
@@ -416,9 +566,36 @@ class LiveRunPage(pn.viewable.Viewer):
             prompts=self.prompts, replies=self.replies, T=self.T, seed=self.seed, device=self.device,
             eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_replies=self.eval_replies,
             keep_samples=min(KEEP_SAMPLES, self.prompts),
+            # A reward model scores the lab's feeling prompts it was trained on (seed 001 section 6), not movie reviews.
+            prompt_set="feelings" if is_learned(self.reward) else "reviews",
         )
 
+    def _model_typed(self, event) -> None:
+        """The model box changed: a usable name becomes the model (and the link's), anything else gets its sentence."""
+        problem = model_problem(event.new, self.model_folders, self.model_chars)
+        self._show_error(problem)
+        if not problem:
+            self.model = event.new.strip()
+
+    def _refresh_rewards(self) -> None:
+        """Offer the reward models saved in the runs folder now; a chosen one that is gone falls back to the default."""
+        options = reward_options(self.runs_dir)
+        chosen = self.reward
+        self.param.reward.objects = options
+        if chosen not in options.values():
+            self.reward = DEFAULTS.reward
+
+    def _show_reward_kind(self) -> None:
+        """A learned reward: the gold score's sentence and the curves' labels say it is drawn beside the reward."""
+        learned = is_learned(self.reward)
+        self.goodhart.visible = learned
+        self.figures[0].yaxis.axis_label = "learned reward R and gold g" if learned else "reward R (log-odds)"
+        self.figures[-1].yaxis.axis_label = "learned reward R and gold g" if learned else "reward R (log-odds)"
+        self._draw_overlays()
+
     def _model_changed(self, event) -> None:
+        if self.model_box.value.strip() != event.new:
+            self.model_box.value = event.new  # a link or the code set it: the box shows it
         # The learning rate follows the model's default unless it was set by hand.
         if math.isclose(self.lr, default_lr(event.old.strip())):
             self.lr = default_lr(event.new.strip())
@@ -427,10 +604,18 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def start(self) -> None:
         """Start a run with the current settings (it may wait in the device's queue)."""
+        problem = model_problem(self.model_box.value, self.model_folders, self.model_chars)
+        if problem:
+            self._show_error(problem)
+            return
         try:
             settings = self.settings()
         except ValueError as error:
             self._show_error(str(error))
+            return
+        problem = limit_problem(settings, self.highest)
+        if problem:
+            self._show_error(problem)
             return
         self._show_error("")
         self._paused.clear()
@@ -464,12 +649,42 @@ class LiveRunPage(pn.viewable.Viewer):
         self._state = state
         return state
 
-    def _prepare(self, settings: LMSettings, device: torch.device) -> LMRun:
-        """The run, on copies of the shared models (each loaded once per model and device)."""
+    def _prepare(self, settings: LMSettings, device: torch.device, sources: dict[str, str]) -> LMRun:
+        """The run, on copies of the shared models (each loaded once per model and device, from `sources`:
+        the name, or the folder it was just downloaded to)."""
         key = str(device)
-        policy, tokenizer = self.models.get(("model", settings.model, key), lambda: load_causal_lm(settings.model, device))
-        reward = self.models.get(("reward", settings.reward, key), lambda: load_reward(settings.reward, device))
+        policy, tokenizer = self.models.get(("model", settings.model, key), lambda: load_causal_lm(sources["model"], device))
+        reward = self.models.get(("reward", settings.reward, key), lambda: load_reward(sources["reward"], device))
         return LMRun(settings, policy=copy.deepcopy(policy), tokenizer=copy.deepcopy(tokenizer), reward=copy.deepcopy(reward))
+
+    def _downloads(self, settings: LMSettings) -> list[tuple[str, Download | None]]:
+        """(what, Download or None) for the model and the reward: only hub ids not yet cached download anything."""
+        model = download_size(settings.model, "model")
+        reward = download_size(settings.reward, "reward classifier") if settings.reward == SEED_CLASSIFIER else None
+        return [("model", model), ("reward", reward)]
+
+    def _fetching(self, state: LiveState, download: Download):
+        """Download on a helper thread, yielding its progress every WAIT_POLL seconds; returns the folder.
+
+        A Stop closes this generator at a yield; the helper thread then finishes the
+        download into the cache on its own (it cannot be cut short), and the next run finds it there.
+        """
+        done, outcome = [0], {}
+
+        def work():
+            try:
+                outcome["folder"] = fetch(download, progress=lambda n, _total: done.__setitem__(0, n))
+            except ModelNotAvailable as error:
+                outcome["error"] = error
+
+        worker = threading.Thread(target=work, daemon=True, name=f"feedback-lab-download-{download.name}")
+        worker.start()
+        while worker.is_alive():
+            yield self._keep(replace(state, phase="downloading", download=(download.name, done[0], download.size)))
+            worker.join(WAIT_POLL)
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["folder"]
 
     def _live(self, settings: LMSettings):
         """Load, wait for the device, train: a LiveState after every change (runs on the worker thread).
@@ -483,7 +698,12 @@ class LiveRunPage(pn.viewable.Viewer):
             device = resolve_device(settings.device)
             state = replace(state, device=str(device))
             yield self._keep(state)
-            lm = self._prepare(settings, device)
+            sources = {"model": settings.model, "reward": settings.reward}
+            for what, download in self._downloads(settings):
+                if download is not None:
+                    sources[what] = yield from self._fetching(state, download)
+                    yield self._keep(state)
+            lm = self._prepare(settings, device, sources)
         except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:
             yield self._keep(replace(state, phase="error", message=str(error)))
             return
@@ -515,6 +735,10 @@ class LiveRunPage(pn.viewable.Viewer):
             if state.phase != "error" and self.phase != state.phase:
                 self.phase = state.phase
             self.status.object = self._status_text(state)
+            self.download_bar.visible = state.download is not None
+            if state.download is not None:
+                _, done, total = state.download
+                self.download_bar.value = int(self.download_bar.max * done / total) if total else 0
             if len(state.metrics) != self._shown[0]:
                 self._show_steps(state)
             if len(state.evals) != self._shown[1]:
@@ -552,6 +776,10 @@ class LiveRunPage(pn.viewable.Viewer):
             cached = ("model", s.model, state.device) in self.models
             what = "Preparing" if cached else "Loading (the first run of a model on a device reads it from disk, or downloads it)"
             return f'<p class="fl-status">{what}: {html.escape(run_label(s))} on {state.device or s.device}…</p>'
+        if state.phase == "downloading":
+            name, done, total = state.download
+            return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
+                    "(once only: it is kept in this machine's Hugging Face cache).</p>")
         if state.phase == "queued":
             return (
                 f'<p class="fl-status">Waiting for {state.device}: your run is number {state.position} in line. It starts when '
@@ -638,6 +866,7 @@ class LiveRunPage(pn.viewable.Viewer):
                 cached = self._runs.get(folder.name)
                 found[folder.name] = cached if cached is not None and cached[0] == stamp else (stamp, read_run(folder))
         self._runs = found
+        self._refresh_rewards()
         self._show_runs()
 
     def _show_runs(self) -> None:
@@ -659,17 +888,22 @@ class LiveRunPage(pn.viewable.Viewer):
         colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(runs))]
         labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
         steps = {"xs": [[m["step"] for m in r.metrics] for r in runs], "colour": colours, "label": labels}
-        steps |= {k: [[m[k] for m in r.metrics] for r in runs] for k in ("reward", "p_positive", "kl", "entropy")}
+        steps |= {k: [columns_of(r.metrics, (k,))[k] for r in runs] for k in ("reward", "p_positive", "kl", "entropy", "gold")}
         self.overlay_steps.data = steps
-        evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "colour": colours, "label": labels}
-        evals |= {k: [[e[k] for e in r.evals] for r in runs] for k in ("distinct_1", "distinct_2")}
+        evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "kl_xs": [[e["kl_exact"] for e in r.evals] for r in runs],
+                 "colour": colours, "label": labels}
+        evals |= {k: [columns_of(r.evals, (k,))[k] for r in runs] for k in ("distinct_1", "distinct_2", "reward", "gold")}
         self.overlay_evals.data = evals
-        self._show_legend(labels, colours)
+        gold = is_learned(self.reward) or any(m.get("gold") is not None for r in runs for m in r.metrics[:1])
+        self._show_legend(labels, colours, gold)
 
-    def _show_legend(self, labels: list[str] = (), colours: list[str] = ()) -> None:
+    def _show_legend(self, labels: list[str] = (), colours: list[str] = (), gold: bool = False) -> None:
         items = [f'<span><span class="fl-swatch" style="background:{LIVE}"></span>this tab\'s run: each training batch; '
                  f'<span style="color:{LIVE}">◆</span> its held-out evaluations</span>']
         items += [f'<span><span class="fl-swatch" style="background:{c}"></span>{html.escape(label)}</span>' for label, c in zip(labels, colours)]
+        if gold:
+            items.append(f'<span><span class="fl-swatch" style="background:repeating-linear-gradient(90deg,{LIVE} 0 5px,transparent 5px 9px)">'
+                         "</span>dashed: the gold score g of the same replies</span>")
         self.legend.object = f'<div class="fl-legend">{"".join(items)}</div>'
 
     def _download(self) -> io.BytesIO:
@@ -703,20 +937,36 @@ class LiveRunPage(pn.viewable.Viewer):
         distinct.scatter("step", "distinct_2", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
         distinct.legend.location = "top_right"
         figures.append(distinct)
+        reward = figures[0]  # the gold score g beside the learned reward, dashed, in each run's colour
+        reward.multi_line("xs", "gold", source=self.overlay_steps, line_color="colour", line_width=1.6, line_dash="dashed")
+        gold = reward.line("step", "gold", source=self.steps_source, color=LIVE, line_width=2.5, line_dash="dashed", name="gold")
+        reward.scatter("step", "gold", source=self.evals_source, marker="square", size=9, color=LIVE, line_color="white")
+        reward.add_tools(HoverTool(renderers=[gold], tooltips=[("step", "@step"), ("gold score g", "@gold{0.000}")]))
+        # Over the KL (Gao et al. 2023): each training batch a dot, the held-out evaluations (exact KL) joined by lines.
+        over_kl = plot("KL to the reference (nats/reply)", "reward R (log-odds)", height=260)
+        over_kl.multi_line("kl_xs", "reward", source=self.overlay_evals, line_color="colour", line_width=1.6)
+        over_kl.multi_line("kl_xs", "gold", source=self.overlay_evals, line_color="colour", line_width=1.6, line_dash="dashed")
+        over_kl.scatter("kl", "reward", source=self.steps_source, size=4, color=LIVE, alpha=0.35)
+        over_kl.scatter("kl", "gold", source=self.steps_source, marker="square", size=4, color=LIVE, alpha=0.35)
+        over_kl.line("kl_exact", "reward", source=self.evals_source, color=LIVE, line_width=2.5)
+        over_kl.line("kl_exact", "gold", source=self.evals_source, color=LIVE, line_width=2.5, line_dash="dashed", name="gold_over_kl")
+        over_kl.scatter("kl_exact", "reward", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
+        over_kl.scatter("kl_exact", "gold", source=self.evals_source, marker="square", size=9, color=LIVE, line_color="white")
+        figures.append(over_kl)
         return figures
 
     def _widgets(self) -> dict[str, pn.widgets.Widget]:
         if not hasattr(self, "_setting_widget_map"):
             made = {
-                "model": pn.widgets.TextInput.from_param(self.param.model, width=330),
+                "model": self.model_box,
                 "reward": pn.widgets.Select.from_param(self.param.reward, width=220),
                 "device": pn.widgets.Select.from_param(self.param.device, width=110),
-                "lr": pn.widgets.FloatInput.from_param(self.param.lr, step=1e-5, width=160),
-                "beta": pn.widgets.FloatInput.from_param(self.param.beta, step=0.01, width=160),
+                "lr": number_box(self, "lr", self._show_error, width=160),
+                "beta": number_box(self, "beta", self._show_error, width=160),
             }
             made["seed"], made["new_seed"] = seed_control(self.param.seed)
             for name in ("steps", "prompts", "replies", "T", "eval_every", "eval_prompts", "eval_replies"):
-                made[name] = pn.widgets.IntInput.from_param(self.param[name], width=160)
+                made[name] = number_box(self, name, self._show_error, too_high=lambda n, name=name: limit_sentence(name, n), width=160)
             self._setting_widget_map = made
         return self._setting_widget_map
 
@@ -744,9 +994,11 @@ class LiveRunPage(pn.viewable.Viewer):
             pn.Row(self.controls, self.pause_button, self.resume_button),
             self.error,
             self.status,
+            self.download_bar,
             self.queue_line,
             self.metrics,
             self.legend,
+            self.goodhart,
             curves,
             pn.pane.Markdown("#### The newest replies, each token shaded by its log-ratio to the reference", margin=(0, 10)),
             pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[CSS]),

@@ -1,15 +1,23 @@
-"""The live-run page without a browser: a tiny run of the embedded model, its files, the queue, the runs list."""
+"""The live-run page without a browser: a tiny run of the embedded model, its files, the queue, the runs list,
+a learned reward with its gold score, a hub model downloaded with a progress bar (from a fake hub), the server's limits."""
 
 import io
+import math
+import shutil
+import threading
 import time
 import zipfile
+from types import SimpleNamespace
 
+import huggingface_hub
 import numpy as np
 import pytest
 
-from app.pages.live_run import DEVICE_CHOICES, RATIO_PALETTE, LiveRunPage, eval_lines, page, ratio_colours
+from app.cli import main as cli
+from app.pages.live_run import DEVICE_CHOICES, LIMITED, RATIO_PALETTE, LiveRunPage, eval_lines, page, ratio_colours
 from app.run_queue import MODELS, RunQueue
-from app.runs import RunWriter, read_run
+from app.runs import REWARD_MODELS, RunWriter, read_run
+from engines.lm_models import EMBEDDED_DIR
 from engines.lm_reinforce import EvalResult, LMSettings, Sample, StepResult, default_lr, worked_example
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
@@ -125,23 +133,32 @@ def test_queue_pause_resume_stop(tmp_path):
     assert "Stopped after step" in a.status.object and a.phase == "idle"
 
 
-def test_a_hub_model_offline_gives_one_sentence_and_the_page_stays_usable(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "query,sentence",
+    [
+        ({"model": "feedback-lab-tests/no-such-model"},
+         "The model &#x27;feedback-lab-tests/no-such-model&#x27; is not on this machine and cannot be downloaded "
+         "without network; use &#x27;embedded&#x27; or a local folder."),
+        ({"reward": "lvwerra/distilbert-imdb"},
+         "The reward classifier &#x27;lvwerra/distilbert-imdb&#x27; is not on this machine and cannot be downloaded "
+         "without network; use the &#x27;vader&#x27; reward."),
+    ],
+)
+def test_a_hub_model_or_reward_offline_gives_one_sentence_and_the_page_stays_usable(tmp_path, monkeypatch, query, sentence):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pg = tiny_page(tmp_path, model="feedback-lab-tests/no-such-model")
+    monkeypatch.setattr("engines.lm_models.in_cache", lambda name: False)  # whatever this machine's cache holds
+    pg = tiny_page(tmp_path, **query)
     pg.start()
     pg.runner.join(60)
-    assert pg.error.visible and pg.error.object == (
-        "The model &#x27;feedback-lab-tests/no-such-model&#x27; is not on this machine and cannot be downloaded "
-        "without network; use &#x27;embedded&#x27; or a local folder."
-    )
+    assert pg.error.visible and pg.error.object == sentence and not pg.download_bar.visible
     assert pg.phase == "idle" and not pg.controls.start_button.disabled and list(tmp_path.iterdir()) == []
 
 
 def test_a_refused_setting_is_said_at_once(tmp_path):
-    pg = tiny_page(tmp_path)
-    pg.model = "  "
+    pg = tiny_page(tmp_path, beta="0.05")
+    pg.model_box.value = "  "
     pg.start()
-    assert pg.error.visible and "model must name a model" in pg.error.object and pg.phase == "idle"
+    assert pg.error.visible and "Give a model" in pg.error.object and pg.phase == "idle" and list(tmp_path.iterdir()) == []
 
 
 def fake_run(root, beta, rewards):
@@ -191,3 +208,226 @@ def test_sessions_do_not_share_state(tmp_path):
     first, second = tiny_page(tmp_path), tiny_page(tmp_path)
     first.beta = 0.2
     assert second.beta == 0.05 and first.steps_source is not second.steps_source
+
+
+# ----------------------------------------------------------------------------- a learned reward and its gold score
+
+
+@pytest.fixture(scope="module")
+def reward_model(tmp_path_factory):
+    """A small reward model saved where the reward-models page saves them: RUNS/reward-models/rm.pt (seconds to make)."""
+    root = tmp_path_factory.mktemp("runs")
+    pairs, model = root / "pairs.npz", root / REWARD_MODELS / "rm.pt"
+    model.parent.mkdir()
+    assert cli(["make-pairs", "--pairs", "24", "--T", "6", "--device", "cpu", "--out", str(pairs)]) == 0
+    assert cli(["train-reward", "--pairs", str(pairs), "--out", str(model), "--steps", "3", "--d-model", "8",
+                "--layers", "1", "--heads", "1", "--json"]) == 0
+    return model
+
+
+def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folder(tmp_path, reward_model):
+    pg = tiny_page(tmp_path)
+    assert "learned: rm.pt" not in pg._widgets()["reward"].options  # nothing saved in this runs folder
+    (tmp_path / REWARD_MODELS).mkdir()
+    shutil.copy(reward_model, tmp_path / REWARD_MODELS / "rm.pt")
+    pg.refresh_runs()
+    options = pg._widgets()["reward"].options
+    assert options["learned: rm.pt"] == f"reward-model:{tmp_path / REWARD_MODELS / 'rm.pt'}"
+    pg.reward = options["learned: rm.pt"]
+    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.figures[0].yaxis.axis_label
+    (tmp_path / REWARD_MODELS / "rm.pt").unlink()
+    pg.refresh_runs()  # gone from the folder: gone from the list, and the reward falls back to the default
+    assert pg.reward == "vader" and "learned: rm.pt" not in pg._widgets()["reward"].options
+    assert not pg.goodhart.visible and pg.settings().prompt_set == "reviews"
+
+
+def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over_kl(reward_model):
+    root = reward_model.parent.parent
+    pg = LiveRunPage(query=TINY, runs_dir=root, queue=RunQueue(), models=MODELS)
+    pg.reward = f"reward-model:{reward_model}"
+    pg.start()
+    pg.runner.join(120)
+    assert pg.phase == "idle" and not pg.error.visible, pg.error.object
+    (folder,) = [f for f in root.iterdir() if (f / "config.json").is_file()]
+    run = read_run(folder)
+    assert run.config["settings"]["prompt_set"] == "feelings" and run.finished
+    # The curves hold the files' gold scores beside the learned reward, step by step and at each evaluation.
+    assert list(pg.steps_source.data["gold"]) == [m["gold"] for m in run.metrics] and all(map(math.isfinite, pg.steps_source.data["gold"]))
+    assert list(pg.evals_source.data["gold"]) == [e["gold"] for e in run.evals]
+    assert list(pg.steps_source.data["reward"]) == [m["reward"] for m in run.metrics]
+    # Drawn: dashed over the steps, and over the KL (the held-out evaluations' exact KL on x).
+    gold = pg.figures[0].select_one({"name": "gold"})
+    assert gold.data_source is pg.steps_source and gold.glyph.y == "gold" and gold.glyph.line_dash == [6]
+    over_kl = pg.figures[-1].select_one({"name": "gold_over_kl"})
+    assert over_kl.data_source is pg.evals_source and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
+    assert "<th>gold</th>" in pg.eval_table.object and "dashed: the gold score" in pg.legend.object
+    assert list(pg.runs_table.value["gold"]) == [round(run.evals[-1]["gold"], 2)]
+    # The run overlaid later draws its gold too.
+    pg.runs_table.selection = [0]
+    assert pg.overlay_steps.data["gold"] == [[m["gold"] for m in run.metrics]]
+    assert pg.overlay_evals.data["gold"] == [[e["gold"] for e in run.evals]]
+    assert pg.overlay_evals.data["kl_xs"] == [[e["kl_exact"] for e in run.evals]]
+
+
+def test_an_overlaid_run_without_a_gold_score_draws_none(tmp_path):
+    fake_run(tmp_path, 0.0, [1, 2])
+    pg = tiny_page(tmp_path)
+    pg.runs_table.selection = [0]
+    assert all(math.isnan(g) for g in pg.overlay_steps.data["gold"][0]) and len(pg.overlay_steps.data["gold"][0]) == 2
+    assert "dashed" not in pg.legend.object and math.isnan(pg.runs_table.value["gold"][0])
+
+
+# ----------------------------------------------------------------------------- a hub model that must be downloaded
+
+
+class FakeHub:
+    """The hub client's two calls, answered from the embedded model's folder: sizes, then a download that reports
+    its bytes through `tqdm_class` in two halves (as snapshot_download's byte bar does) and waits at half way."""
+
+    def __init__(self, tmp_path):
+        self.files = {p.name: p.stat().st_size for p in EMBEDDED_DIR.iterdir() if p.is_file()}
+        self.folder, self.halfway, self.go_on, self.asked = tmp_path / "snapshot", threading.Event(), threading.Event(), None
+
+    def model_info(self, repo_id, files_metadata=False, **kwargs):
+        assert files_metadata
+        siblings = [SimpleNamespace(rfilename=n, size=s) for n, s in self.files.items()]
+        siblings += [SimpleNamespace(rfilename="tf_model.h5", size=10**9), SimpleNamespace(rfilename="onnx/model.onnx", size=10**9)]
+        return SimpleNamespace(siblings=siblings)
+
+    def snapshot_download(self, repo_id, allow_patterns=None, tqdm_class=None, **kwargs):
+        self.asked = sorted(allow_patterns)
+        total = sum(self.files[n] for n in allow_patterns)
+        files, progress = tqdm_class(total=len(allow_patterns)), tqdm_class(total=0, initial=0, unit="B", unit_scale=True)
+        progress.total = total
+        progress.update(total // 2)
+        self.halfway.set()
+        assert self.go_on.wait(60)
+        shutil.copytree(EMBEDDED_DIR, self.folder, ignore=shutil.ignore_patterns("README.md"))
+        progress.update(total - total // 2)
+        files.update(len(allow_patterns))
+        return str(self.folder)
+
+
+def test_a_hub_model_not_on_this_machine_shows_its_size_and_a_progress_bar_then_runs(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    hub = FakeHub(tmp_path)
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", lambda self, repo_id, **kw: hub.model_info(repo_id, **kw))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", hub.snapshot_download)
+    runs = tmp_path / "runs"
+    pg = tiny_page(runs, model="feedback-lab-tests/tiny-gpt2")
+    pg.start()
+    assert hub.halfway.wait(60)
+    wait_for(lambda: pg.phase == "downloading" and pg.download_bar.value > 0)
+    size = sum(hub.files[n] for n in hub.asked)
+    assert hub.asked == sorted(n for n in hub.files if n != "README.md")  # weights, config, tokenizer; not README, TF or ONNX
+    assert f"feedback-lab-tests/tiny-gpt2: {size / 1e6:.1f} MB to download" in pg.status.object
+    assert pg.download_bar.visible and pg.download_bar.value == pg.download_bar.max * (size // 2) // size
+    hub.go_on.set()
+    pg.runner.join(120)
+    assert pg.phase == "idle" and not pg.error.visible and not pg.download_bar.visible
+    (folder,) = runs.iterdir()
+    assert read_run(folder).finished and read_run(folder).config["settings"]["model"] == "feedback-lab-tests/tiny-gpt2"
+
+
+def test_a_hub_id_the_hub_does_not_have_is_said_in_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+
+    def missing(self, repo_id, **kwargs):
+        response = SimpleNamespace(headers={}, status_code=404, request=None)  # what the error reads of the answer
+        raise huggingface_hub.errors.RepositoryNotFoundError("404 Client Error: Repository Not Found", response=response)
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", missing)
+    pg = tiny_page(tmp_path, model="feedback-lab-tests/unknown")
+    pg.start()
+    pg.runner.join(60)
+    assert pg.error.object == ("The hub has no model &#x27;feedback-lab-tests/unknown&#x27; (or it is private); "
+                               "use &#x27;embedded&#x27; or a local folder.")
+    assert pg.phase == "idle" and not pg.controls.start_button.disabled and list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- the model box
+
+
+@pytest.mark.parametrize(
+    "typed,sentence",
+    [
+        ("", "Give a model: &#x27;embedded&#x27;, a hub id such as gpt2, or a folder in"),
+        ("x" * 100_000, "A model name has at most 200 characters; this one has 100,000."),
+        ("gpt\n2", "The model name holds a control character"),
+        ("gpt\x002", "The model name holds a control character"),
+        ("/etc", "The folder /etc is outside the folders this server loads models from (assets/models/ or "),
+        ("../../..", "The folder ../../.. is outside the folders this server loads models from"),
+        ("assets/models", "There is no model in the folder assets/models (it has no config.json)."),
+        ("hello world!", "&#x27;hello world!&#x27; is not a model name"),
+    ],
+)
+def test_the_model_box_answers_bad_text_with_one_sentence_and_the_session_goes_on(tmp_path, typed, sentence):
+    pg = tiny_page(tmp_path)
+    pg.model_box.value = typed
+    assert pg.error.visible and pg.error.object.startswith(sentence) and pg.error.object.endswith(".") and "\n" not in pg.error.object
+    assert pg.model == "embedded"  # the setting (and the link) keep the last usable model
+    pg.start()
+    assert pg.phase == "idle" and pg.error.object.startswith(sentence) and list(tmp_path.iterdir()) == []
+    pg.model_box.value = "assets/models/embedded"  # a folder inside the allowed ones is taken
+    assert not pg.error.visible and pg.model == "assets/models/embedded"
+
+
+def test_the_model_box_is_bounded_by_the_servers_prompt_length(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEEDBACK_LAB_MAX_PROMPT_CHARS", "10")
+    pg = tiny_page(tmp_path)
+    pg.model_box.value = "distilbert/distilgpt2"
+    assert pg.error.object == "A model name has at most 10 characters; this one has 21." and pg.model == "embedded"
+
+
+# ----------------------------------------------------------------------------- the server's limits
+
+
+@pytest.mark.parametrize("name", list(LIMITED))
+def test_a_link_asking_for_more_than_the_server_allows_is_set_to_the_limit_with_one_sentence(tmp_path, monkeypatch, name):
+    field, what = LIMITED[name]
+    monkeypatch.setenv(f"FEEDBACK_LAB_{field.upper()}", "3")
+    pg = tiny_page(tmp_path, **{name: "999999"})
+    assert getattr(pg, name) == 3 and pg.param[name].bounds[1] == 3
+    assert pg.notice.visible and pg.notice.object == f"- This server allows at most 3 {what}; the run was set to 3."
+    with pytest.raises(ValueError):
+        setattr(pg, name, 4)  # the setting itself never holds more than the limit
+    box = pg._widgets()[name]
+    box.value = 999  # typed above the limit: put back to it, with the same sentence
+    assert (box.value, getattr(pg, name)) == (3, 3) and pg.error.object == f"This server allows at most 3 {what}; the run was set to 3."
+
+
+def test_defaults_above_a_limit_start_at_the_limit_and_runs_within_it_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEEDBACK_LAB_MAX_STEPS", "2")
+    monkeypatch.setenv("FEEDBACK_LAB_MAX_REPLY_TOKENS", "8")
+    pg = page(query={}, runs_dir=tmp_path)
+    assert (pg.steps, pg.eval_every, pg.T) == (2, 2, 8) and not pg.notice.visible
+    pg = tiny_page(tmp_path, steps="2")
+    pg.start()
+    pg.runner.join(120)
+    assert not pg.error.visible and read_run(next(tmp_path.iterdir())).finished
+
+
+def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
+    """A limit below what a run needs (the leave-one-out baseline takes two replies) refuses the run in one sentence."""
+    monkeypatch.setenv("FEEDBACK_LAB_MAX_REPLIES", "1")
+    pg = tiny_page(tmp_path)
+    pg.start()
+    assert pg.error.object == "This server allows at most 1 replies per prompt; this run asks for 2, so it was not started."
+    assert pg.phase == "idle" and list(tmp_path.iterdir()) == []
+
+
+def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(tmp_path):
+    pg = tiny_page(tmp_path)
+    steps, beta = pg._widgets()["steps"], pg._widgets()["beta"]
+    steps.value = None
+    assert (steps.value, pg.steps) == (3, 3) and pg.error.object == "Training steps needs a number; it stays 3."
+    beta.value = -1.0
+    assert (beta.value, pg.beta) == (0.0, 0.0) and pg.error.object == "KL coefficient β is at least 0.0; it was set to 0.0."
+    steps.value = 2  # a value in range goes to the setting, and a link set elsewhere shows in the box
+    pg.replies = 3
+    assert pg.steps == 2 and pg._widgets()["replies"].value == 3
+    pg.start()
+    pg.runner.join(120)
+    assert not pg.error.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2

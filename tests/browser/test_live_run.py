@@ -1,12 +1,15 @@
-"""The live-run page in Chromium: a short run grows its curves, stops, is listed and on disk; an offline hub model is refused."""
+"""The live-run page in Chromium: a short run grows its curves, stops, is listed and on disk; an offline hub model is
+refused; a link beyond the server's limits is set to them; a saved reward model draws its gold score."""
 
+import math
 import re
 
 from playwright.sync_api import expect
 
-from app.runs import read_run
+from app.cli import main as cli
+from app.runs import REWARD_MODELS, read_run
 
-TINY = "?steps=40&prompts=2&replies=2&T=8&eval_every=20&eval_prompts=2&eval_replies=2&beta=0"
+TINY = "?steps=400&prompts=2&replies=2&T=8&eval_every=20&eval_prompts=2&eval_replies=2&beta=0"
 """A run small enough for seconds on two shared cores (and long enough not to finish before Stop)."""
 OFFLINE = "The model 'gpt2' is not on this machine and cannot be downloaded without network; use 'embedded' or a local folder."
 
@@ -14,6 +17,10 @@ OFFLINE = "The model 'gpt2' is not on this machine and cannot be downloaded with
 def source_length(page, name: str) -> int:
     """Rows of the page's ColumnDataSource `name` as the browser has it."""
     return page.evaluate(f"() => Bokeh.documents[0].get_model_by_name('{name}').data.step.length")
+
+
+def new_query(page) -> dict[str, str]:
+    return page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
 
 
 def button(page, label: str):
@@ -34,7 +41,7 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     expect(page.locator(".fl-status").first).to_contain_text("Stopped after step", timeout=30_000)
     expect(button(page, "Start")).to_be_enabled()
 
-    folder = next(runs_dir.iterdir())
+    folder = next(f for f in runs_dir.iterdir() if (f / "config.json").is_file())
     shown = source_length(page, "metrics")
     run = read_run(folder)
     assert [m["step"] for m in run.metrics] == list(range(1, shown + 1))  # every step shown is on disk, none lost
@@ -58,4 +65,45 @@ def test_a_hub_model_offline_is_refused_in_one_sentence(open_page, console_error
     box.fill("embedded")
     box.press("Enter")
     page.wait_for_function("() => new URLSearchParams(location.search).get('model') === 'embedded'")
+    assert console_errors == []
+
+
+def test_a_link_beyond_the_servers_limits_is_set_to_them_in_one_sentence(open_page, console_errors):
+    page = open_page("live-run", "?steps=999999&T=8")
+    expect(page.get_by_text("This server allows at most 2000 steps per run; the run was set to 2000.")).to_be_visible()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('steps') === '2000'")
+    expect(page.locator(".bk-input-group", has_text="Training steps").locator("input")).to_have_value(re.compile("^2,?000$"))
+    expect(page.get_by_text("in the link was ignored")).to_have_count(0)  # said once, not also refused as out of range
+    box = page.locator(".bk-input-group", has_text="Training steps").locator("input")
+    box.fill("5000")  # typed above the limit: put back, with the same sentence
+    box.press("Enter")
+    expect(page.locator(".fl-run-error").first).to_have_text("This server allows at most 2000 steps per run; the run was set to 2000.")
+    expect(box).to_have_value(re.compile("^2,?000$"))
+    assert new_query(page)["steps"] == "2000"
+    assert console_errors == []
+
+
+def test_a_saved_reward_model_is_picked_and_its_gold_score_drawn(open_page, console_errors, runs_dir, tmp_path, save_screenshot):
+    """make-pairs and train-reward save a small reward model where the reward-models page does; the page offers it."""
+    pairs, model = tmp_path / "pairs.npz", runs_dir / REWARD_MODELS / "browser-rm.pt"
+    model.parent.mkdir(exist_ok=True)
+    assert cli(["make-pairs", "--pairs", "24", "--T", "6", "--device", "cpu", "--out", str(pairs)]) == 0
+    assert cli(["train-reward", "--pairs", str(pairs), "--out", str(model), "--steps", "3", "--d-model", "8",
+                "--layers", "1", "--heads", "1", "--json"]) == 0
+    page = open_page("live-run", "?steps=3&prompts=2&replies=2&T=8&eval_every=3&eval_prompts=2&eval_replies=2")
+    page.locator("select").first.select_option(label="learned: browser-rm.pt")
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('reward') || '').startsWith('reward-model:')")
+    expect(page.locator(".fl-goodhart").first).to_contain_text("gold score g")
+    button(page, "Start").click()
+    expect(page.locator(".fl-status").first).to_contain_text("Finished: all 3 steps", timeout=120_000)
+    gold = page.evaluate("""() => {
+        const line = Bokeh.documents[0].get_model_by_name('gold');
+        return {visible: line.visible, dash: line.glyph.line_dash, ys: Array.from(line.data_source.data.gold)};
+    }""")
+    assert gold["visible"] and len(gold["ys"]) == 3 and all(math.isfinite(y) for y in gold["ys"]), gold
+    over_kl = page.evaluate("() => Array.from(Bokeh.documents[0].get_model_by_name('gold_over_kl').data_source.data.gold)")
+    assert len(over_kl) == 2 and all(math.isfinite(y) for y in over_kl)  # the evaluations at steps 0 and 3
+    expect(page.locator(".fl-legend").first).to_contain_text("dashed: the gold score g")
+    page.wait_for_timeout(300)  # let the plots finish drawing before the picture
+    save_screenshot(page, "live_run_gold")
     assert console_errors == []
