@@ -1,12 +1,18 @@
-# Feedback Lab: the app on port 5006, on CPU. Build: docker build -t feedback-lab .
-# Run:   docker run --rm -p 5006:5006 feedback-lab
+# Feedback Lab: the app on port 5006 with the embedded model, on CPU.
+# Build: docker build -t feedback-lab .
+# Run:   docker run --rm -p 5006:5006 -v feedback-lab-runs:/srv/feedback-lab/runs feedback-lab
+# CUDA:  docker build --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu124 -t feedback-lab:cuda .
+#        docker run --rm --gpus all -p 5006:5006 feedback-lab:cuda   (needs the NVIDIA container toolkit)
 FROM python:3.11-slim
+
+# Where pip finds torch: the CPU build by default, since the default wheel pulls CUDA (several GB);
+# a CUDA index (cu121, cu124, ...) gives a GPU build, whose wheels bring their own CUDA libraries.
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /srv/feedback-lab
 
-# The CPU build of torch: the image has no GPU, and the default wheel would pull CUDA (several GB).
-RUN pip install "torch>=2.2" --index-url https://download.pytorch.org/whl/cpu
+RUN pip install "torch>=2.2" --index-url "${TORCH_INDEX}"
 
 COPY pyproject.toml README.md ./
 COPY app ./app
@@ -15,8 +21,11 @@ COPY engines ./engines
 COPY assets ./assets
 RUN pip install -e .
 
-RUN useradd --create-home learner
+# The run folders (and saved pairs and reward models) go to a folder the server's user may write.
+ENV FEEDBACK_LAB_RUNS=/srv/feedback-lab/runs
+RUN useradd --create-home learner && mkdir -p /srv/feedback-lab/runs && chown learner /srv/feedback-lab/runs
 USER learner
+VOLUME /srv/feedback-lab/runs
 EXPOSE 5006
 # Liveness: /healthz answers 200 "ok" while the server's event loop runs (python, since the slim image has no curl).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \

@@ -38,7 +38,8 @@ REWARD_MODELS = "reward-models"
 
 def new_run_id(settings: LMSettings) -> str:
     """A sortable, readable folder name: time, model, reward, beta."""
-    model = Path(settings.model).name or settings.model
+    name = Path(settings.model).name or settings.model
+    model = "".join(c if c.isprintable() and c != "/" else "-" for c in name)  # one folder name, whatever the model's
     reward = settings.reward.replace("/", "-")
     if settings.reward.startswith(REWARD_PREFIX):
         reward = "rm-" + Path(settings.reward[len(REWARD_PREFIX):]).stem  # the model file's name, not its whole path
@@ -105,17 +106,33 @@ class RunWriter:
 
 
 def read_jsonl(path: Path | str) -> list[dict]:
-    """Every complete line of a JSON-lines file; a missing file is empty, a cut-short line is skipped."""
+    """Every complete line of a JSON-lines file that is a record with a step; a missing or unreadable file is
+    empty, a cut-short or garbled line is skipped."""
     path = Path(path)
-    if not path.exists():
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:  # missing, or not a file
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # only a stop in mid-write leaves one, as the last line
+            record = json.loads(line)
+        except ValueError:
+            continue  # a stop in mid-write leaves one, as the last line; a damaged file leaves more
+        if isinstance(record, dict) and isinstance(record.get("step"), int) and not isinstance(record["step"], bool):
+            records.append(record)
     return records
+
+
+def read_config(path: Path | str) -> dict:
+    """config.json as a dict whose "settings", if any, is a dict; an unreadable or garbled file reads as {}."""
+    try:
+        config = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(config, dict) or not isinstance(config.get("settings", {}), dict):
+        return {}
+    return config
 
 
 @dataclass(frozen=True)
@@ -132,14 +149,15 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        """True when every step asked for was written."""
-        return bool(self.metrics) and self.metrics[-1]["step"] >= self.config.get("settings", {}).get("steps", 0)
+        """True when every step asked for was written (never for a run whose config.json is unreadable)."""
+        steps = self.config.get("settings", {}).get("steps")
+        return bool(self.metrics) and isinstance(steps, int) and self.metrics[-1]["step"] >= steps
 
 
 def read_run(folder: Path | str) -> Run:
-    """Read a run folder (complete or cut short)."""
+    """Read a run folder (complete, cut short or damaged: what cannot be read is left out)."""
     folder = Path(folder)
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = read_config(folder / "config.json")
     metrics, samples, evals = (read_jsonl(folder / name) for name in FILES)
     return Run(id=folder.name, folder=folder, config=config, metrics=metrics, samples=samples, evals=evals)
 

@@ -12,7 +12,10 @@ Panel users can serve the same app, from the repository root, with
 
 (plain `panel serve app/server.py` once the project is installed, `pip install -e .`),
 which puts it at /server; there the page is chosen by the query string
-(/server?page=baselines), since `panel serve` gives one route per script.
+(/server?page=baselines), since `panel serve` gives one route per script. The page
+limits (sessions, compute seconds, run sizes) come from the FEEDBACK_LAB_* variables
+there too; the unused-session lifetime and the websocket bound are `panel serve`'s own
+options (--unused-session-lifetime, --websocket-max-message-size).
 
 Every browser session builds its own page object (no state shared between
 sessions), and a page's `close()` runs when its tab closes.
@@ -20,11 +23,15 @@ sessions), and a page's `close()` runs when its tab closes.
 
 from __future__ import annotations
 
+import html
+import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import panel as pn
 import tornado.web
+from panel.io.notifications import NotificationArea
 
 from app import limits
 from app.pages import PageInfo, available_pages
@@ -148,6 +155,7 @@ def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str],
         header_background="#0072B2",
         main_max_width="1100px",
         busy_indicator=None,  # it would send two extra messages on every slider step
+        notifications=NotificationArea(),  # where `session_exception` tells this session what went wrong
     )
     template.main.append(pn.Column(pn.pane.Markdown(f"# {title}"), body, sizing_mode="stretch_width"))
     return template
@@ -228,6 +236,52 @@ class HealthHandler(tornado.web.RequestHandler):
         self.write("ok")
 
 
+LOG = logging.getLogger("feedback_lab")
+REFUSED = "That value was not taken, so the page keeps the one it had: {reason}"
+"""What a session's user reads when a control sent a value its parameter refuses (an emptied number box)."""
+BROKEN = "Something went wrong on the server ({kind}); it is logged, and the page goes on."
+
+
+def refusal_reason(error: Exception) -> str:
+    """param's message, readable: "... must be an integer, not <class 'NoneType'>." -> "... not empty."."""
+    text = re.sub(r"<class '(\w+)'>", r"\1", str(error)).replace("not NoneType", "not empty")
+    return text if text.endswith(".") else text + "."
+
+
+def refused_value(error: BaseException) -> bool:
+    """Whether `error` is param refusing a value (its messages name the parameter), not a bug."""
+    return isinstance(error, ValueError) and re.search(r"\bparameter '[^']+'", str(error)) is not None
+
+
+def exception_message(error: BaseException) -> str:
+    """The one sentence a session's user reads about `error`."""
+    if refused_value(error):
+        return REFUSED.format(reason=refusal_reason(error))
+    return BROKEN.format(kind=type(error).__name__)
+
+
+def session_exception(error: BaseException) -> None:
+    """Panel's handler for an exception in a session's callback: logged (a bug with its traceback), and told to
+    that session's user in one sentence; the session and the server go on."""
+    if refused_value(error):
+        LOG.warning("A session's value was refused: %s", error)
+    else:
+        LOG.error("A session's callback failed", exc_info=error)
+    notifications = pn.state.notifications
+    if notifications is not None:
+        notifications.error(html.escape(exception_message(error)), duration=10_000)
+
+
+def log_to_stderr() -> None:
+    """Send the app's own log (the "feedback_lab" logger: a job's unexpected error, with its traceback) to
+    stderr with time and level, as the server's other messages go."""
+    if not LOG.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        LOG.addHandler(handler)
+        LOG.setLevel(logging.INFO)
+
+
 MAX_REQUEST_HEADER_BYTES = 1 << 20
 """Longest request line and headers accepted (tornado's own 64 KiB would drop a long link without a word)."""
 
@@ -250,6 +304,8 @@ def serve(
     """
     server_limits = server_limits or limits.from_environment()
     limits.install(server_limits)
+    log_to_stderr()
+    pn.config.exception_handler = session_exception
     origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     lifetime_ms = int(server_limits.unused_session_seconds * 1000)
     return pn.serve(
@@ -281,4 +337,5 @@ def panel_serve_view() -> pn.template.BootstrapTemplate:
 
 
 if __name__.startswith("bokeh_app"):
-    panel_serve_view().servable(title=APP_TITLE)
+    pn.config.exception_handler = session_exception
+    admitted(panel_serve_view)().servable(title=APP_TITLE)

@@ -7,12 +7,19 @@ document's next-tick callback, the thread-safe way into a session. Starting agai
 cancels the run under way, so a newer slider value always wins over stale work, and
 snapshots of a cancelled run are dropped even if already queued.
 
+A job that outlives its `time_limit` (the server's compute seconds, for the analytic pages)
+is stopped at its next snapshot, and one that raises is logged with its traceback on the
+"feedback_lab" logger; either way the page's `notice` pane says so in one sentence, and the
+session goes on. A job whose session has gone (the tab closed) stops at its next snapshot.
+
 `StreamingCurve` is the common case: a line plot whose ColumnDataSource is replaced
 in place by each snapshot, with Start/Stop, progress and (optionally) the seed.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,17 +33,29 @@ from widgets.downloads import plot_with_downloads
 from widgets.run_controls import RunControls
 from widgets.style import OKABE_ITO, plot
 
+LOG = logging.getLogger("feedback_lab")
+"""The app's logger: a job's unexpected error goes here with its traceback."""
+TIME_LIMIT = "This computation was stopped after {seconds:g} s, the server's limit per job; ask for fewer samples."
+FAILED = "This computation failed on an unexpected error ({kind}), which the server has logged; change a setting or start it again."
+THREAD_NAME = "feedback-lab-job"
+"""The name of every worker thread (with a number), so that a server's running jobs can be told apart."""
+_numbers = itertools.count(1)
+
 
 class StreamingRun:
     """Run generators on a worker thread, one at a time, delivering snapshots to `apply`.
 
     `apply(snapshot)` and `on_done(finished)` run on the session's thread (directly,
     on the worker, when there is no server session, as in tests). `finished` is True
-    when the generator ran to its end, False when it was stopped or replaced.
+    when the generator ran to its end, False when it was stopped, replaced, cut at
+    `time_limit` seconds or failed; `notice` (a hidden Alert the page places under its
+    controls) shows the sentence of the last two.
     """
 
-    def __init__(self, apply: Callable[[object], None], on_done: Callable[[bool], None] | None = None, period: float = 0.1):
-        self.apply, self.on_done, self.period = apply, on_done, period
+    def __init__(self, apply: Callable[[object], None], on_done: Callable[[bool], None] | None = None, period: float = 0.1,
+                 time_limit: float | None = None):
+        self.apply, self.on_done, self.period, self.time_limit = apply, on_done, period, time_limit
+        self.notice = pn.pane.Alert(alert_type="warning", visible=False, sizing_mode="stretch_width", css_classes=["fl-job-notice"])
         self._token = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -50,8 +69,10 @@ class StreamingRun:
         self.stop()
         self._token += 1
         self._stop = threading.Event()
+        self._show_notice("")
         doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
-        self._thread = threading.Thread(target=self._work, args=(self._token, steps, self._stop, doc), daemon=True)
+        self._thread = threading.Thread(target=self._work, args=(self._token, steps, self._stop, doc), daemon=True,
+                                        name=f"{THREAD_NAME}-{next(_numbers)}")
         self._thread.start()
 
     def stop(self) -> None:
@@ -61,35 +82,65 @@ class StreamingRun:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _deliver(self, doc, callback) -> None:
+    def _deliver(self, doc, callback, stop: threading.Event) -> None:
         if doc is None:
             callback()
-        else:
+            return
+        try:
             doc.add_next_tick_callback(callback)
+        except (RuntimeError, AttributeError):  # the tab has closed: Bokeh refuses, or has torn down, the document's callbacks
+            stop.set()
 
     def _work(self, token: int, steps: Callable[[], Iterator], stop: threading.Event, doc) -> None:
-        last, pending, finished = time.monotonic(), None, False
+        started = last = time.monotonic()
+        pending, finished, message, snapshots = None, False, "", None
         try:
-            for snapshot in steps():
+            snapshots = steps()
+            for snapshot in snapshots:
                 if stop.is_set():
                     return
                 pending = snapshot
                 if time.monotonic() - last >= self.period:
-                    self._deliver(doc, partial(self._apply_current, token, pending))
+                    self._deliver(doc, partial(self._apply_current, token, pending), stop)
                     last, pending = time.monotonic(), None
+                if self.time_limit is not None and time.monotonic() - started > self.time_limit:
+                    message = TIME_LIMIT.format(seconds=self.time_limit)
+                    return
             finished = not stop.is_set()
+        except Exception as error:  # a bug or a resource error of one job must not reach the server or other sessions
+            LOG.exception("A job of %s failed", getattr(steps, "__qualname__", repr(steps)))
+            message = FAILED.format(kind=type(error).__name__)
         finally:
+            _close(snapshots)
             if pending is not None and not stop.is_set():
-                self._deliver(doc, partial(self._apply_current, token, pending))
-            self._deliver(doc, partial(self._done_current, token, finished))
+                self._deliver(doc, partial(self._apply_current, token, pending), stop)
+            self._deliver(doc, partial(self._done_current, token, finished, message), stop)
 
     def _apply_current(self, token: int, snapshot) -> None:
         if token == self._token:
             self.apply(snapshot)
 
-    def _done_current(self, token: int, finished: bool) -> None:
-        if token == self._token and self.on_done is not None:
+    def _done_current(self, token: int, finished: bool, message: str) -> None:
+        if token != self._token:
+            return
+        self._show_notice(message)
+        if self.on_done is not None:
             self.on_done(finished)
+
+    def _show_notice(self, message: str) -> None:
+        self.notice.object = message
+        self.notice.visible = bool(message)
+
+
+def _close(snapshots) -> None:
+    """Close a generator left at a yield now, so that its `finally` (files, a queue place) runs on this thread."""
+    close = getattr(snapshots, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:
+        LOG.exception("Closing a job's generator failed")
 
 
 class StreamingCurve(pn.viewable.Viewer):
@@ -97,7 +148,7 @@ class StreamingCurve(pn.viewable.Viewer):
 
     `to_data(snapshot)` returns the plot's columns (`x` and every key of `lines`);
     `lines` maps a column to its legend label; `steps()` makes a fresh generator;
-    `progress(snapshot)` gives the fraction done, 0 to 1.
+    `progress(snapshot)` gives the fraction done, 0 to 1; `time_limit` is the run's (StreamingRun).
     """
 
     data = param.Dict(default={}, doc="The columns last drawn, by name.")
@@ -114,6 +165,7 @@ class StreamingCurve(pn.viewable.Viewer):
         seed: param.Integer | None = None,
         y_range: tuple[float, float] | None = None,
         name: str = "curve",
+        time_limit: float | None = None,
         **params,
     ):
         super().__init__(**params)
@@ -123,9 +175,9 @@ class StreamingCurve(pn.viewable.Viewer):
         for col, colour in zip(lines, OKABE_ITO.values()):
             self.figure.line(x, col, source=self.source, color=colour, line_width=2, legend_label=lines[col])
         self.figure.legend.location = "bottom_right"
-        self.run = StreamingRun(self._apply, self._done)
+        self.run = StreamingRun(self._apply, self._done, time_limit=time_limit)
         self.controls = RunControls(self.start, self.stop, seed=seed)
-        self._layout = pn.Column(self.controls, plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
+        self._layout = pn.Column(self.controls, self.run.notice, plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
 
     def start(self) -> None:
         """Start a fresh run, replacing any run under way (a newer setting cancels stale work)."""

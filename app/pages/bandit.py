@@ -20,6 +20,7 @@ import param
 from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem, Range1d, Span
 from bokeh.transform import dodge
 
+from app import limits
 from engines.bandit import (
     BASELINES,
     MEANS,
@@ -293,7 +294,7 @@ class BanditPage(pn.viewable.Viewer):
         self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
         self.view: TrainingView | None = None
         self._pending_start = None  # the session's timeout callback of a delayed restart
-        self.run = StreamingRun(self._show_training, self._training_done)
+        self.run = StreamingRun(self._show_training, self._training_done, time_limit=limits.current().compute_seconds)
         self.run_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
         self.param.watch(self._changed, list(CONTROLS))
         self.notice = sync_url(self, list(CONTROLS), query)
@@ -544,6 +545,7 @@ class BanditPage(pn.viewable.Viewer):
             ),
             pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
             self.run_controls,
+            self.run.notice,
             self.arm_card,
             self.arm_card.guard(
                 pn.Row(

@@ -498,6 +498,9 @@ class RewardModelPage(pn.viewable.Viewer):
         """Read a pairs file from the runs folder and train on it; a bad file is one sentence and nothing else changes."""
         if not path:
             return
+        if Path(path).resolve().parent != (self.root / PAIRS_FOLDER).resolve():
+            self.show_error(f"Only the pairs files listed, in {self.root / PAIRS_FOLDER}, can be loaded.")
+            return
         try:
             pairs = load_pairs(path)
         except ValueError as error:
@@ -636,6 +639,7 @@ class RewardModelPage(pn.viewable.Viewer):
             pn.pane.Markdown("### 1. Preference pairs", margin=(0, 10)),
             pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160), slider(self.param.tau_label, width=300)),
             self.pairs_controls,
+            self.pairs_run.notice,
             pn.Row(self.files, self.load_button, self.save_pairs_button),
             self.pairs_text,
             pn.Row(
@@ -653,6 +657,7 @@ class RewardModelPage(pn.viewable.Viewer):
                 sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
             self.train_controls,
+            self.train_run.notice,
             pn.Row(
                 plot_with_downloads(self.loss_figure, {"training": self.curve}, "Training loss"),
                 plot_with_downloads(self.accuracy_figure, {"training": self.curve, "ceiling": self.ceiling}, "Held-out accuracy under the ceiling Acc*"),
@@ -672,6 +677,7 @@ class RewardModelPage(pn.viewable.Viewer):
                 f"{', '.join(f'{t:g}' for t in SWEEP_TAUS)}, a reward model trained on each with the settings above.",
                 sizing_mode="stretch_width", margin=(0, 10)),
             self.sweep_controls,
+            self.sweep_run.notice,
             plot_with_downloads(self.sweep_figure, {"sweep": self.sweep}, "Accuracy and Acc* as the raters get noisier"),
             sizing_mode="stretch_width",
         )

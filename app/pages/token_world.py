@@ -21,6 +21,7 @@ from bokeh.models import ColorBar, ColumnDataSource, DataRange1d, HoverTool, Leg
 from bokeh.layouts import gridplot
 from bokeh.palettes import Viridis256
 
+from app import limits
 from engines.token_world import (
     TokenWorldSettings,
     gae_decomposition_exact,
@@ -280,7 +281,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.threshold_slider = slider(self.param.threshold, width=300)  # its end follows T
         self._clamping = False
         self.mc_status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
-        self.mc_run = StreamingRun(self._apply_mc, self._mc_done)
+        self.mc_run = StreamingRun(self._apply_mc, self._mc_done, time_limit=limits.current().compute_seconds)
         self.mc_controls = RunControls(self.start_mc, self.stop_mc)
         self.training = StreamingCurve(
             self._training_steps,
@@ -293,6 +294,7 @@ class TokenWorldPage(pn.viewable.Viewer):
             seed=self.param.train_seed,
             y_range=(0.0, 1.02),
             name="training",
+            time_limit=limits.current().compute_seconds,
         )
         self.training_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.training_result = pn.pane.Markdown(sizing_mode="stretch_width")
@@ -600,6 +602,7 @@ class TokenWorldPage(pn.viewable.Viewer):
                 pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
                 plot_with_downloads(self.grid, {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
                 mc_controls,
+                self.mc_run.notice,
                 self.mc_status,
                 note="the bias and variance of GAE against λ",
             ),

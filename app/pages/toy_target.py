@@ -25,6 +25,7 @@ import param
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Span
 
+from app import limits
 from engines.toy_target import (
     ESTIMATORS,
     ToyTargetSettings,
@@ -297,8 +298,9 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.training_summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
         self.experiment_controls = RunControls(self.start_experiment, self.stop_experiment, seed=self.param.seed)
         self.training_controls = RunControls(self.start_training, self.stop_training)
-        self.experiment_run = StreamingRun(self._apply_batches, lambda done: self._done(self.experiment_controls, done))
-        self.training_run = StreamingRun(self._apply_training, lambda done: self._done(self.training_controls, done))
+        compute_seconds = limits.current().compute_seconds
+        self.experiment_run = StreamingRun(self._apply_batches, lambda done: self._done(self.experiment_controls, done), time_limit=compute_seconds)
+        self.training_run = StreamingRun(self._apply_training, lambda done: self._done(self.training_controls, done), time_limit=compute_seconds)
         self._started = False
         self.guide = session_guide()
         self.start_card = PredictionCard(
@@ -496,6 +498,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         training = pn.Column(
             pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
             self.training_controls,
+            self.training_run.notice,
             plot_with_downloads(self.training_figure, {"training": self.training_table}),
             self.training_summary,
             sizing_mode="stretch_width",
@@ -509,6 +512,7 @@ class ToyTargetPage(pn.viewable.Viewer):
                 pn.widgets.RadioButtonGroup.from_param(self.param.estimator),
             ),
             self.experiment_controls,
+            self.experiment_run.notice,
             self.summary,
             self.metrics,
             pn.Row(

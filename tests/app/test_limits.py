@@ -82,3 +82,30 @@ def test_without_admin_there_is_no_admin_page(app_server):
     server = app_server()
     assert server.get("/healthz") == (200, "ok")
     assert server.get("/admin")[0] == 404
+
+
+def test_panel_serve_of_the_script_counts_sessions_too(tmp_path):
+    """`PYTHONPATH=. panel serve app/server.py` reads the limits from FEEDBACK_LAB_* and turns the visitor away."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.app.conftest import ROOT, Server, stop_server
+    from tests.servers import free_port, wait_until_up
+
+    port = free_port()
+    log = tmp_path / "panel.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FEEDBACK_LAB_MAX_SESSIONS": "1", "FEEDBACK_LAB_RUNS": str(tmp_path),
+           "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "panel", "serve", "app/server.py", "--port", str(port), "--unused-session-lifetime", "60000"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"),
+    )
+    server = Server(f"http://localhost:{port}", process, log)
+    try:
+        wait_until_up(f"{server.url}/server", process, timeout=90)  # this first page is a session, closed at once
+        second = server.open_session("server", "?page=baselines")
+        assert FULL.format(n=1) in second and "Traceback" not in second
+    finally:
+        stop_server(server)
+    assert "Traceback" not in server.log()
