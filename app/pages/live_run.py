@@ -993,6 +993,7 @@ class LiveRunPage(pn.viewable.Viewer):
             settings,
             pn.Row(self.controls, self.pause_button, self.resume_button),
             self.error,
+            self.runner.notice,
             self.status,
             self.download_bar,
             self.queue_line,

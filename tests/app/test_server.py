@@ -1,5 +1,6 @@
 """The app's frame without a browser: routes from the pages present, URL parsing, widgets."""
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -133,3 +134,22 @@ def test_streaming_curve_updates_its_source_in_place():
     assert curve.source is source
     assert source.data == {"t": [0, 1, 2, 3, 4], "y": [0, 1, 2, 3, 4]}
     assert curve.controls.progress == 1.0 and not curve.controls.running
+
+
+def test_serve_gives_torch_half_the_cores_unless_told(monkeypatch):
+    import torch
+
+    from app.server import share_cores
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        monkeypatch.setattr("os.cpu_count", lambda: 8)
+        assert share_cores() == 4 and torch.get_num_threads() == 4 and os.environ["OMP_NUM_THREADS"] == "4"
+        monkeypatch.setattr("os.cpu_count", lambda: 1)
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert share_cores() == 1  # never zero
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        assert share_cores() == 3 and torch.get_num_threads() == 3  # the operator's choice wins
+    finally:
+        torch.set_num_threads(before)
