@@ -29,12 +29,10 @@ import numpy as np
 import torch
 
 from engines.lm_models import DEVICES, EMBEDDED, load_causal_lm, resolve_device
-from engines.lm_reinforce import context_length, run_prompts, sample_per_prompt
+from engines.lm_reinforce import PROMPT_SETS, context_length, run_prompts, sample_per_prompt
 from engines.lm_rewards import load_reward
-from engines.settings import require
+from engines.settings import require, whole
 
-PROMPT_SETS = ("reviews", "feelings")
-"""The live run's prompt sets: the bundled movie-review openings, or seed 001's lab prompts."""
 ROWS = 256
 """Replies sampled in one batch (whole prompts at a time, at least one prompt): bounds the memory of a batch."""
 
@@ -63,9 +61,6 @@ class LMFrontierSettings:
     """'auto' (CUDA if available, else CPU), 'cpu' or 'cuda'."""
 
     def __post_init__(self):
-        def whole(v, low, high=None):
-            return isinstance(v, int) and not isinstance(v, bool) and v >= low and (high is None or v <= high)
-
         require(isinstance(self.model, str) and self.model.strip() != "", "model must name a model: 'embedded', a hub id or a folder.")
         require(isinstance(self.reward, str) and self.reward.strip() != "", "reward must name a reward, e.g. 'vader'.")
         require(whole(self.prompts, 1, 64), f"prompts must be a whole number from 1 to 64 (the held-out prompts), got {self.prompts}.")

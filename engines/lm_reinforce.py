@@ -47,7 +47,7 @@ from engines.lm_rewards import load_reward
 from engines.policy_gradient import loo_baseline, returns_to_go
 from engines.preferences import load_prompts
 from engines.review_corpus import bundled_prompts
-from engines.settings import finite, require
+from engines.settings import finite, require, whole
 
 SEED_LR = 2e-5
 """The seed's learning rate for GPT-2 small (124M parameters)."""
@@ -112,9 +112,6 @@ class LMSettings:
     """Replies kept per step for display (one each from the first prompts); 0 to prompts."""
 
     def __post_init__(self):
-        def whole(v, low):
-            return isinstance(v, int) and not isinstance(v, bool) and v >= low
-
         require(isinstance(self.model, str) and self.model.strip() != "", "model must name a model: 'embedded', a hub id or a folder.")
         require(isinstance(self.reward, str) and self.reward.strip() != "", "reward must name a reward, e.g. 'vader'.")
         require(finite(self.beta) and self.beta >= 0, f"beta must be a number >= 0, got {self.beta}.")

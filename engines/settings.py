@@ -58,3 +58,8 @@ def finite(*values: float) -> bool:
     """True when every value is a finite real number (no NaN, no infinity)."""
     return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
 
+
+
+def whole(value, low: int, high: int | None = None) -> bool:
+    """True when `value` is an int (not a bool) with low <= value (<= high, when given)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
