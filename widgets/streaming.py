@@ -18,16 +18,19 @@ in place by each snapshot, with Start/Stop, progress and (optionally) the seed.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from functools import partial
 
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource
+from panel.io.state import set_curdoc
 
 from widgets.downloads import plot_with_downloads
 from widgets.run_controls import RunControls
@@ -39,7 +42,10 @@ TIME_LIMIT = "This computation was stopped after {seconds:g} s, the server's lim
 FAILED = "This computation failed on an unexpected error ({kind}), which the server has logged; change a setting or start it again."
 THREAD_NAME = "feedback-lab-job"
 """The name of every worker thread (with a number), so that a server's running jobs can be told apart."""
+EXIT_WAIT = 10.0
+"""Seconds the process waits, as it exits, for its stopped jobs to reach their next snapshot."""
 _numbers = itertools.count(1)
+_runs: weakref.WeakSet = weakref.WeakSet()
 
 
 class StreamingRun:
@@ -59,6 +65,7 @@ class StreamingRun:
         self._token = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        _runs.add(self)
 
     @property
     def running(self) -> bool:
@@ -87,7 +94,7 @@ class StreamingRun:
             callback()
             return
         try:
-            doc.add_next_tick_callback(callback)
+            doc.add_next_tick_callback(partial(in_document, doc, callback))
         except (RuntimeError, AttributeError):  # the tab has closed: Bokeh refuses, or has torn down, the document's callbacks
             stop.set()
 
@@ -130,6 +137,34 @@ class StreamingRun:
     def _show_notice(self, message: str) -> None:
         self.notice.object = message
         self.notice.visible = bool(message)
+
+
+@atexit.register
+def _stop_every_job() -> None:
+    """Stop every job as the process exits and give each a moment to reach its next snapshot.
+
+    Worker threads are daemons, so the process never waits on a job; but one left inside a
+    torch operation while the interpreter shuts down aborts the process ("terminate called
+    without an active exception"). A stopped job leaves at its next snapshot instead.
+    """
+    deadline = time.monotonic() + EXIT_WAIT
+    runs = list(_runs)
+    for run in runs:
+        run.stop()
+    for run in runs:
+        run.join(max(deadline - time.monotonic(), 0.0))
+
+
+def in_document(doc, callback: Callable[[], None]) -> None:
+    """Run `callback` (a next-tick callback of `doc`) with `doc` as Panel's current document.
+
+    Bokeh runs next-tick callbacks without telling Panel whose they are, and Panel keeps
+    each document's stylesheet models in a cache keyed by its current document: updating a
+    pane there could hand one session's stylesheet to another ("Models must be owned by
+    only a single document"), seen when thirty sessions streamed at once.
+    """
+    with set_curdoc(doc):
+        callback()
 
 
 def _close(snapshots) -> None:

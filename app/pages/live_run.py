@@ -37,6 +37,7 @@ import threading
 import time
 import unicodedata
 import zipfile
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -64,7 +65,7 @@ from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
-from widgets.streaming import StreamingRun
+from widgets.streaming import StreamingRun, in_document
 from widgets.style import OKABE_ITO, plot
 from widgets.url_state import sync_url
 
@@ -841,8 +842,11 @@ class LiveRunPage(pn.viewable.Viewer):
         """Called by the queue from any thread: redraw on this session's own thread."""
         if self._doc is None:
             self._show_queue()
-        else:
-            self._doc.add_next_tick_callback(self._show_queue)
+            return
+        try:
+            self._doc.add_next_tick_callback(partial(in_document, self._doc, self._show_queue))
+        except (RuntimeError, AttributeError):
+            pass  # this tab has closed: nothing of it to redraw
 
     def _show_queue(self) -> None:
         lines = []

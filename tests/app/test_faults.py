@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -160,6 +161,10 @@ def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
     info = PageInfo(name="long_job", route="long-job", module=SimpleNamespace(page=LongJobPage, TITLE="Long job", SUMMARY=""))
     monkeypatch.setattr(server, "routes", lambda: {"/long-job": server.admitted(lambda: server.build_page(info, [info], server.route_link))})
     monkeypatch.setattr(server, "titles", lambda: {"/long-job": "Long job"})
+    # serve() sets process-wide state (the limits, the callback error handler, torch's threads): put it back after
+    monkeypatch.setattr(limits, "_installed", limits._installed)
+    monkeypatch.setattr(pn.config, "exception_handler", pn.config.exception_handler)
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
     port = free_port()
     running = server.serve(port=port, threaded=True, server_limits=ServerLimits(unused_session_seconds=1))
     errors = []
