@@ -1,0 +1,490 @@
+"""A classroom on one server: N learners for D seconds while a language-model run trains.
+
+    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--json]
+
+starts `python -m app.cli serve` on a free localhost port with its default limits (run
+folders in a temporary folder, one torch thread), opens /live-run with 2,000 steps and
+presses Start, waits for the run's first step, and then runs `--sessions` simulated learners
+for `--seconds` seconds. A learner goes round the analytic pages; on each it loads the page
+and moves its sliders `--moves` times, one step at a time, pausing about `--think` seconds
+between moves and waiting for each answer. Then every learner closes its page, the run's tab
+closes, the server stops, and the figures are printed: interactions answered, latency p50,
+p95 and max per page and overall, errors, the run's steps during the test, and the server's
+resident memory.
+
+A learner is not a browser (thirty Chromium tabs do not fit two cores): it speaks Bokeh's
+websocket protocol as a browser does (the page's GET, the websocket, PULL-DOC, the
+document-ready event that starts a page's onload work, and one PATCH-DOC per slider step),
+so the server does a browser session's work. A move's latency runs from the change sent to
+the first change of one of the page's ColumnDataSources received; the browser's redraw after
+it is what bench/bench_latency.py adds. A page load runs from the GET to the document
+received. The learners share this process, so its own CPU time is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import math
+import os
+import random
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from bokeh.protocol import Protocol
+from bokeh.protocol.receiver import Receiver
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+from tornado.websocket import websocket_connect
+
+from tests.app.conftest import Server, start_server, stop_server
+
+ANALYTIC = ("baselines", "bandit", "token-world", "toy-target", "preferences", "kl")
+"""The pages a learner goes round: every page whose sliders are answered by analysis, not by a training run."""
+GOAL_P95 = 1.0
+"""Seconds: a slider move's p95 on every analytic page while the run trains."""
+SLIDER_DEFAULTS = {"title": "", "step": 1, "visible": True, "disabled": False}
+"""Bokeh leaves a model's default values out of the document it sends."""
+SLIDER_KEYS = ("title", "start", "end", "step", "value", "visible", "disabled")
+UNUSED_SESSION_SECONDS = 15
+"""The server's default lifetime of a closed session (`--unused-session-seconds`), which the test keeps."""
+DATA_EVENTS = ("ColumnDataChanged", "ColumnsStreamed", "ColumnsPatched")
+REFUSED = ("fl-full", "fl-refused")
+"""CSS classes of the one-sentence pages a server sends instead of a page it will not build."""
+DOCUMENT_READY = {"kind": "MessageSent", "msg_type": "bokeh_event",
+                  "msg_data": {"type": "event", "name": "document_ready", "values": {"type": "map", "entries": []}}}
+"""What BokehJS sends once a page is drawn; Panel holds a page's plot updates and its onload work until then."""
+
+
+class Refused(RuntimeError):
+    """The server sent its one-sentence page instead of the page."""
+
+
+class ServerError(RuntimeError):
+    """The server answered a message with Bokeh's ERROR message."""
+
+
+def resident_mb(pid: int) -> dict[str, float]:
+    """The process's resident memory now (VmRSS) and at its peak (VmHWM), in MB."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) / 1024
+    return values
+
+
+def machine_load() -> str:
+    """The 1, 5 and 15 minute load averages, as `uptime` prints them."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _objects(node, found: dict[str, dict]) -> None:
+    """Every model object of a Bokeh document (or of a patch's new values), by id."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "id" in node:
+            found[node["id"]] = node
+        for value in node.values():
+            _objects(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _objects(value, found)
+
+
+class PageSession:
+    """One open page, as a browser tab holds it: its websocket, sliders and data sources."""
+
+    def __init__(self, ws, receiver: Receiver, content: dict):
+        self.ws, self.receiver = ws, receiver
+        self.sliders: dict[str, dict] = {}
+        self.sources: set[str] = set()
+        self.buttons: dict[str, str] = {}
+        self._register(content)
+        self._ids = itertools.count()
+        self._answer: asyncio.Future | None = None
+        self.last_message = time.perf_counter()
+        self.closed = False
+        self._reader = asyncio.get_running_loop().create_task(self._read_forever())
+
+    @classmethod
+    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0) -> "PageSession":
+        """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn."""
+        response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout)
+        token = re.search(r'"token":"([^"]+)"', response.body.decode()).group(1)
+        ws = await asyncio.wait_for(websocket_connect(base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws"), subprotocols=["bokeh", token]), timeout)
+        ws.protocol.set_nodelay(True)  # as browsers do; else Nagle holds a message's second and third frames
+        receiver = Receiver(Protocol())
+        try:
+            ack = await asyncio.wait_for(_read(ws, receiver), timeout)
+            if ack.header["msgtype"] != "ACK":
+                raise ServerError(f"expected ACK, got {ack.header['msgtype']}")
+            await _send(ws, {"msgid": "pull", "msgtype": "PULL-DOC-REQ"}, {})
+            reply = await asyncio.wait_for(_read(ws, receiver), timeout)
+            if reply.header["msgtype"] != "PULL-DOC-REPLY":
+                raise ServerError(f"expected PULL-DOC-REPLY, got {reply.header['msgtype']}: {reply.content}")
+        except BaseException:
+            ws.close()
+            raise
+        text = json.dumps(reply.content)
+        if any(f'"{css}"' in text for css in REFUSED):
+            ws.close()
+            raise Refused(f"/{route}: the server sent its one-sentence page")
+        session = cls(ws, receiver, reply.content)
+        await session.send_events([DOCUMENT_READY])
+        return session
+
+    def _register(self, node) -> None:
+        found: dict[str, dict] = {}
+        _objects(node, found)
+        for model_id, model in found.items():
+            attributes = model.get("attributes", {})
+            if model["name"] == "Slider":
+                self.sliders[model_id] = SLIDER_DEFAULTS | {k: attributes[k] for k in SLIDER_KEYS if k in attributes}
+            elif model["name"] == "ColumnDataSource":
+                self.sources.add(model_id)
+            elif model["name"].endswith("Button"):
+                self.buttons[model_id] = attributes.get("label", "")
+
+    async def _read_forever(self) -> None:
+        try:
+            while True:
+                message = await _read(self.ws, self.receiver)
+                self.last_message = time.perf_counter()
+                kind = message.header["msgtype"]
+                if kind == "ERROR":
+                    self._resolve(ServerError(str(message.content)))
+                elif kind == "PATCH-DOC":
+                    self._patched(message.content.get("events", []))
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception as error:  # a message this client cannot read: the pending move fails with it
+            self._resolve(error)
+        finally:
+            self.closed = True
+            self._resolve(ConnectionError("the websocket closed"))
+
+    def _patched(self, events: list[dict]) -> None:
+        self._register(events)
+        for event in events:
+            model = (event.get("model") or {}).get("id")
+            if event.get("kind") == "ModelChanged" and model in self.sliders and event.get("attr") in SLIDER_KEYS:
+                if isinstance(event.get("new"), (int, float, str, bool)):
+                    self.sliders[model][event["attr"]] = event["new"]
+            if model in self.sources and (event.get("kind") in DATA_EVENTS or event.get("attr") == "data"):
+                self._resolve(None)
+
+    def _resolve(self, error: BaseException | None) -> None:
+        if self._answer is not None and not self._answer.done():
+            if error is None:
+                self._answer.set_result(time.perf_counter())
+            else:
+                self._answer.set_exception(error)
+
+    async def send_events(self, events: list[dict]) -> None:
+        await _send(self.ws, {"msgid": f"m{next(self._ids)}", "msgtype": "PATCH-DOC"}, {"events": events})
+
+    def movable(self) -> list[str]:
+        """The sliders a learner can move now: shown and enabled."""
+        return [k for k, s in self.sliders.items() if s["visible"] and not s["disabled"] and "value" in s]
+
+    async def move(self, slider: str, k: int, timeout: float) -> float:
+        """Step `slider` once (right and left in turn, away from an end), in seconds until a data source changed."""
+        s = self.sliders[slider]
+        now, low, high, step = s["value"], s["start"], s["end"], s["step"]
+        right = now <= low or (k % 2 == 0 and now < high)
+        new = min(max(round(now + (step if right else -step), 10), low), high)
+        if all(isinstance(v, int) for v in (now, low, high, step)):
+            new = int(new)
+        s["value"] = new
+        self._answer = asyncio.get_running_loop().create_future()
+        start = time.perf_counter()
+        await self.send_events([{"kind": "ModelChanged", "model": {"id": slider}, "attr": "value", "new": new}])
+        return await asyncio.wait_for(self._answer, timeout) - start
+
+    async def click(self, label: str) -> None:
+        """Press the button labelled `label`, as BokehJS reports a click."""
+        button = next((k for k, v in self.buttons.items() if v == label), None)
+        if button is None:
+            raise RuntimeError(f"the page has no button labelled {label!r}")
+        await self.send_events([{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+            "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": button}]]}}}])
+
+    async def settle(self, quiet: float = 0.5, longest: float = 5.0) -> None:
+        """Wait until the server has sent nothing for `quiet` seconds (at most `longest` seconds)."""
+        deadline = time.perf_counter() + longest
+        while not self.closed and time.perf_counter() < deadline and time.perf_counter() - self.last_message < quiet:
+            await asyncio.sleep(0.05)
+
+    async def close(self) -> None:
+        self.ws.close()
+        self._reader.cancel()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+
+async def _read(ws, receiver: Receiver):
+    """One whole Bokeh message (header, metadata, content and any binary buffers)."""
+    while True:
+        fragment = await ws.read_message()
+        if fragment is None:
+            raise ConnectionError("the websocket closed")
+        message = await receiver.consume(fragment)
+        if message is not None:
+            return message
+
+
+async def _send(ws, header: dict, content: dict) -> None:
+    for frame in (json.dumps(header), "{}", json.dumps(content)):
+        await ws.write_message(frame)
+
+
+@dataclass
+class Figures:
+    """What the learners saw."""
+
+    moves: dict[str, list[float]] = field(default_factory=dict)
+    """Seconds per answered slider move, by page."""
+    loads: dict[str, list[float]] = field(default_factory=dict)
+    """Seconds per page load, by page."""
+    errors: list[tuple[str, str, str]] = field(default_factory=list)
+    """(kind, page, what) per interaction not answered: timeout (a load or a move), refused, closed, server error,
+    exception; and healthz, a /healthz request not answered."""
+
+    def error(self, kind: str, route: str, what: object) -> None:
+        self.errors.append((kind, route, str(what)[:200]))
+
+
+def _what(error: BaseException, timeout: float) -> str:
+    return f"no answer within {timeout:.0f} s" if _kind(error) == "timeout" else f"{type(error).__name__}: {error}"
+
+
+def _kind(error: BaseException) -> str:
+    if isinstance(error, asyncio.TimeoutError) or isinstance(error, HTTPClientError) and error.code == 599:
+        return "timeout"  # 599: tornado's HTTP client gave up waiting
+    if isinstance(error, Refused):
+        return "refused"
+    if isinstance(error, ServerError):
+        return "server error"
+    if isinstance(error, ConnectionError):
+        return "closed"
+    return "exception"
+
+
+async def probe(base: str, routes: tuple[str, ...], timeout: float) -> dict[str, set[str]]:
+    """The sliders of each page that change a plot's data, by title (one move each, before the load):
+    a slider that changes only text or an axis has no answer to wait for."""
+    answered = {}
+    for route in routes:
+        session = await PageSession.open(base, route)
+        await session.settle()
+        answered[route] = set()
+        for slider in session.movable():
+            try:
+                await session.move(slider, 0, timeout)
+                answered[route].add(session.sliders[slider]["title"])
+            except asyncio.TimeoutError:
+                pass
+            await session.settle()
+        await session.close()
+    return answered
+
+
+async def visit(base: str, route: str, titles: set[str], moves: int, think: float, timeout: float, figures: Figures,
+                rng: random.Random, deadline: float = math.inf) -> None:
+    """One page visit: load /route, move its sliders named in `titles` `moves` times (fewer if `deadline`
+    passes), about `think` seconds apart, each time waiting for the answer; close the page."""
+    start = time.perf_counter()
+    try:
+        session = await PageSession.open(base, route, timeout=timeout)
+    except Exception as error:
+        figures.error(_kind(error), route, _what(error, timeout))
+        await asyncio.sleep(think)
+        return
+    figures.loads.setdefault(route, []).append(time.perf_counter() - start)
+    try:
+        for step in range(moves):
+            await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+            if time.monotonic() >= deadline:
+                break
+            choices = [s for s in session.movable() if session.sliders[s]["title"] in titles]
+            if not choices:
+                break
+            try:
+                figures.moves.setdefault(route, []).append(await session.move(rng.choice(choices), step, timeout))
+            except Exception as error:
+                figures.error(_kind(error), route, _what(error, timeout))
+                if session.closed:
+                    break
+    finally:
+        await session.close()
+
+
+async def learner(k: int, base: str, answered: dict[str, set[str]], deadline: float, moves: int, think: float,
+                  timeout: float, figures: Figures) -> None:
+    """Visit the analytic pages in turn, from page k (mod 6), until `deadline`."""
+    rng = random.Random(k)
+    await asyncio.sleep(rng.uniform(0, think))  # learners do not all arrive in the same second
+    for route in itertools.islice(itertools.cycle(ANALYTIC), k % len(ANALYTIC), None):
+        if time.monotonic() >= deadline:
+            return
+        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline)
+
+
+def run_steps(runs: Path) -> int:
+    """Training steps written so far by every run under `runs` (lines of metrics.jsonl)."""
+    return sum(len(p.read_text().splitlines()) for p in runs.glob("*/metrics.jsonl"))
+
+
+async def health_checks(base: str, until: float, figures: Figures, every: float = 2.0, timeout: float = 30.0) -> list[float]:
+    """Seconds /healthz took, every `every` seconds until `until`: how long the server's event loop keeps a request
+    waiting (one not answered within `timeout` is an error)."""
+    times = []
+    while time.monotonic() < until:
+        start = time.perf_counter()
+        try:
+            await AsyncHTTPClient().fetch(f"{base}/healthz", request_timeout=timeout)
+            times.append(time.perf_counter() - start)
+        except Exception as error:
+            figures.error("healthz", "healthz", f"{type(error).__name__}: {error}")
+        await asyncio.sleep(every)
+    return times
+
+
+async def start_run(base: str, runs: Path, steps: int, timeout: float = 600.0) -> PageSession:
+    """Open /live-run with `steps` steps, press Start, and return once the run has written its first step."""
+    session = await PageSession.open(base, "live-run", f"?steps={steps}")
+    await session.settle()
+    await session.click("Start")
+    deadline = time.monotonic() + timeout
+    while run_steps(runs) == 0:
+        if time.monotonic() > deadline or session.closed:
+            raise RuntimeError(f"the language-model run wrote no step within {timeout:.0f} s")
+        await asyncio.sleep(0.5)
+    return session
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    a = np.asarray(values)
+    return {"n": int(a.size), "p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())} if a.size else {"n": 0}
+
+
+async def load_test(server: Server, runs: Path, sessions: int, seconds: float, lm_run: bool, moves: int, think: float,
+                    timeout: float, lm_steps: int) -> dict:
+    AsyncHTTPClient.configure(None, max_clients=4 * sessions)  # tornado's default of 10 would queue the learners' GETs
+    pid = server.process.pid
+    report: dict = {"sessions": sessions, "seconds": seconds, "moves_per_page": moves, "think_s": think,
+                    "timeout_s": timeout, "machine_load_before": machine_load(), "rss_mb": {"idle": resident_mb(pid)["VmRSS"]}}
+    answered = await probe(server.url, ANALYTIC, timeout)
+    report["plot_sliders"] = {route: sorted(titles) for route, titles in answered.items()}
+    run_session = await start_run(server.url, runs, lm_steps) if lm_run else None
+    report["rss_mb"]["start"] = resident_mb(pid)["VmRSS"]
+    figures = Figures()
+    steps_before, started, cpu = run_steps(runs), time.monotonic(), time.process_time()
+    health = asyncio.get_running_loop().create_task(health_checks(server.url, started + seconds, figures))
+    await asyncio.wait_for(
+        asyncio.gather(*(learner(k, server.url, answered, started + seconds, moves, think, timeout, figures) for k in range(sessions))),
+        seconds + 4 * timeout,
+    )
+    report["healthz"] = summary(await health)
+    wall = time.monotonic() - started
+    report["wall_s"], report["client_cpu_s"] = wall, time.process_time() - cpu
+    if run_session is not None:
+        steps = run_steps(runs) - steps_before
+        report["lm_run"] = {"steps_during_test": steps, "s_per_step": wall / steps if steps else None,
+                            "still_connected": not run_session.closed}
+        await run_session.close()
+    report["rss_mb"]["end"] = resident_mb(pid)["VmRSS"]
+    report["machine_load_after"] = machine_load()
+    report["moves"] = {route: summary(v) for route, v in figures.moves.items()}
+    report["moves"]["all"] = summary([x for v in figures.moves.values() for x in v])
+    report["loads"] = {route: summary(v) for route, v in figures.loads.items()}
+    report["loads"]["all"] = summary([x for v in figures.loads.values() for x in v])
+    report["errors"] = {"count": len(figures.errors), "by_kind": {}, "by_page": {}, "by_what": {}}
+    for kind, route, what in figures.errors:
+        for table, key in (("by_kind", kind), ("by_page", route), ("by_what", f"{kind}: {what}")):
+            report["errors"][table][key] = report["errors"][table].get(key, 0) + 1
+    return report
+
+
+def server_log_problems(log: str) -> list[str]:
+    """The last line of each traceback in the server's log (the exception), and its error lines."""
+    lines, problems = log.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            end = next((j for j in range(i + 1, len(lines)) if not lines[j].startswith((" ", "\t"))), len(lines) - 1)
+            problems.append(f"traceback: {lines[end]}")
+        elif "ERROR" in line:
+            problems.append(line)
+    return problems
+
+
+def print_report(r: dict) -> None:
+    ms = lambda s: f"{1000 * s:.0f} ms"  # noqa: E731
+    print(f"load test: {r['sessions']} learners for {r['seconds']:.0f} s (ran {r['wall_s']:.0f} s), {r['moves_per_page']} moves "
+          f"per page visit, {r['think_s']:g} s (0.5x to 1.5x) between moves, {r['timeout_s']:.0f} s timeout")
+    print(f"machine load (1, 5, 15 min) before: {r['machine_load_before']}; after: {r['machine_load_after']}")
+    for route in (*ANALYTIC, "all"):
+        m, ld = r["moves"].get(route, {"n": 0}), r["loads"].get(route, {"n": 0})
+        moves = f"{m['n']} moves answered, p50 {ms(m['p50'])}, p95 {ms(m['p95'])}, max {ms(m['max'])}" if m["n"] else "no moves answered"
+        loads = f"{ld['n']} loads, p50 {ms(ld['p50'])}, p95 {ms(ld['p95'])}, max {ms(ld['max'])}" if ld["n"] else "no loads"
+        errors = r["errors"]["by_page"].get(route, 0) if route != "all" else r["errors"]["count"]
+        print(f"  {route}: {moves}; {loads}; {errors} errors")
+    meets = all(r["moves"].get(p, {"n": 0})["n"] and r["moves"][p]["p95"] < GOAL_P95 for p in ANALYTIC)
+    print(f"slider p95 under {GOAL_P95:g} s on every analytic page: {'yes' if meets else 'no'}")
+    h = r["healthz"]
+    if h["n"]:
+        print(f"/healthz every 2 s during the test: {h['n']} answered, p50 {ms(h['p50'])}, p95 {ms(h['p95'])}, max {ms(h['max'])} (the event loop's wait)")
+    e = r["errors"]
+    print(f"errors: {e['count']}" + (f" ({', '.join(f'{k} {n}' for k, n in e['by_kind'].items())})" if e["count"] else ""))
+    for what, n in sorted(e["by_what"].items(), key=lambda item: -item[1])[:10]:
+        print(f"  {n} x {what}")
+    print(f"server log ({r['server_log']}): {len(r['server_log_problems'])} tracebacks or error lines" +
+          "".join(f"\n  {line}" for line in r["server_log_problems"][:10]))
+    if "lm_run" in r:
+        lm = r["lm_run"]
+        per = f", {lm['s_per_step']:.2f} s per step" if lm["s_per_step"] else ""
+        print(f"language-model run: {lm['steps_during_test']} steps during the test{per}; its tab still connected at the end: {lm['still_connected']}")
+    rss = r["rss_mb"]
+    print(f"server resident memory: {rss['idle']:.0f} MB idle, {rss['start']:.0f} MB at the start, {rss['end']:.0f} MB at the end, "
+          f"{rss['after_expiry']:.0f} MB once closed sessions expired, peak {rss['peak']:.0f} MB")
+    print(f"server still running at the end: {r['server_alive']}")
+    print(f"this process (the learners) used {r['client_cpu_s']:.1f} CPU-seconds of the machine's {2 * r['wall_s']:.0f} "
+          f"({os.cpu_count()} cores x {r['wall_s']:.0f} s)")
+    print("sliders that change a plot (the others change only text and are not moved): " +
+          "; ".join(f"{route}: {', '.join(t)}" for route, t in r["plot_sliders"].items()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=30, help="simulated learners (default: 30)")
+    parser.add_argument("--seconds", type=float, default=300, help="how long they work (default: 300)")
+    parser.add_argument("--no-run", action="store_true", help="no language-model run during the test")
+    parser.add_argument("--moves", type=int, default=15, help="slider moves per page visit (default: 15)")
+    parser.add_argument("--think", type=float, default=3.0, help="mean seconds between a learner's moves (default: 3)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds before an unanswered move or load is an error (default: 30)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+    runs = Path(tempfile.mkdtemp(prefix="fl-load-runs-"))
+    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs), "OMP_NUM_THREADS": "1"})
+    try:
+        report = asyncio.run(load_test(server, runs, args.sessions, args.seconds, not args.no_run, args.moves, args.think, args.timeout, 2000))
+        time.sleep(2 * UNUSED_SESSION_SECONDS + 2)  # a closed session is dropped one to two lifetimes after its tab closed
+        rss = resident_mb(server.process.pid)
+        report["rss_mb"] |= {"after_expiry": rss["VmRSS"], "peak": rss["VmHWM"]}
+        report["server_alive"] = server.process.poll() is None
+        report["server_log_problems"] = server_log_problems(server.log())
+        report["server_log"] = str(server.log_path)
+    finally:
+        stop_server(server)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print_report(report)
+
+
+if __name__ == "__main__":
+    main()

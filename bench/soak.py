@@ -1,0 +1,100 @@
+"""Open and close every page many times: the server's resident memory before and after.
+
+    python -m bench.soak [--cycles 50] [--json]
+
+starts `python -m app.cli serve` on a free localhost port with room for many sessions and
+closed sessions dropped after 1 s (`--max-sessions 1000 --unused-session-seconds 1`), then
+soaks one page at a time, the index first: two open-and-close cycles of the page to warm up
+(imports, caches, first allocations), the server's resident memory (VmRSS), `--cycles` more
+cycles, and its resident memory again, each read once the closed sessions have been dropped.
+A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
+websocket, the document, the document-ready event that starts the page's onload work), moves
+one of its sliders if it has one, waits until the server has sent nothing for half a second
+(at most 5 s), and closes the page. Printed: the growth per page over its cycles, and in
+total from the first reading to the last; and the server log's tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from app.pages import available_pages
+from bench.load_test import PageSession, resident_mb, server_log_problems
+from tests.app.conftest import Server, start_server, stop_server
+
+DROPPED_AFTER = 2.5
+"""Seconds after a close before memory is read: the 1 s lifetime, plus the 1 s between Bokeh's looks for expired sessions."""
+
+
+MOVE_TIMEOUT = 10.0
+"""Seconds to wait for a slider's answer; a slider that changes only text has none, and the cycle goes on."""
+
+
+async def cycle(base: str, route: str) -> bool:
+    """One open-and-close cycle; whether its slider move changed a plot (True too on a page without sliders)."""
+    session = await PageSession.open(base, route, timeout=120)
+    try:
+        await session.settle()
+        movable = session.movable()
+        if not movable:
+            return True
+        try:
+            await session.move(movable[0], 0, MOVE_TIMEOUT)
+        except asyncio.TimeoutError:
+            return False
+        await session.settle()
+        return True
+    finally:
+        await session.close()
+
+
+async def soak_page(server: Server, route: str, cycles: int) -> dict:
+    for _ in range(2):
+        await cycle(server.url, route)
+    await asyncio.sleep(DROPPED_AFTER)
+    before, started = resident_mb(server.process.pid)["VmRSS"], time.monotonic()
+    unanswered = 0
+    for _ in range(cycles):
+        unanswered += not await cycle(server.url, route)
+    await asyncio.sleep(DROPPED_AFTER)
+    after = resident_mb(server.process.pid)["VmRSS"]
+    return {"route": route, "before_mb": before, "after_mb": after, "growth_mb": after - before, "unanswered_moves": unanswered,
+            "seconds_per_cycle": (time.monotonic() - started) / cycles}
+
+
+async def soak(server: Server, cycles: int) -> dict:
+    routes = [""] + [p.route for p in available_pages()]
+    pages = [await soak_page(server, route, cycles) for route in routes]
+    return {"cycles": cycles, "pages": pages, "first_mb": pages[0]["before_mb"], "last_mb": pages[-1]["after_mb"],
+            "total_growth_mb": pages[-1]["after_mb"] - pages[0]["before_mb"], "peak_mb": resident_mb(server.process.pid)["VmHWM"]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=50, help="open-and-close cycles of each page after its warm-up (default: 50)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+    server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1", env={"OMP_NUM_THREADS": "1"})
+    try:
+        report = asyncio.run(soak(server, args.cycles))
+        report["server_log_problems"] = server_log_problems(server.log())
+        report["server_log"] = str(server.log_path)
+    finally:
+        stop_server(server)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(f"memory soak: {args.cycles} open-and-close cycles of each page after 2 to warm up; server resident memory (VmRSS)")
+    for page in report["pages"]:
+        print(f"  /{page['route']}: {page['before_mb']:.1f} MB -> {page['after_mb']:.1f} MB ({page['growth_mb']:+.1f} MB), "
+              f"{page['seconds_per_cycle']:.2f} s per cycle" + (f", {page['unanswered_moves']} moves without a plot change" if page["unanswered_moves"] else ""))
+    print(f"total: {report['first_mb']:.1f} MB -> {report['last_mb']:.1f} MB ({report['total_growth_mb']:+.1f} MB); peak {report['peak_mb']:.1f} MB")
+    problems = report["server_log_problems"]
+    print(f"server log ({report['server_log']}): {len(problems)} tracebacks or error lines" + "".join(f"\n  {p}" for p in problems[:10]))
+
+
+if __name__ == "__main__":
+    main()

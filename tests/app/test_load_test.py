@@ -1,0 +1,34 @@
+"""The load test's simulated learner against a real server: its slider moves are answered by plot data,
+and the one-sentence page of a full server counts as refused (bench/load_test.py; no timings asserted)."""
+
+import asyncio
+import random
+
+import pytest
+
+from app.pages.baselines import BaselinesPage
+from bench.load_test import Figures, PageSession, Refused, probe, visit
+
+
+def test_a_learner_finds_the_plot_sliders_and_its_moves_are_answered(roomy_server):
+    answered = asyncio.run(probe(roomy_server.url, ("baselines",), timeout=60))
+    assert answered == {"baselines": {BaselinesPage.param.p.label, BaselinesPage.param.b.label}}
+    figures = Figures()
+    asyncio.run(visit(roomy_server.url, "baselines", answered["baselines"], 4, 0.05, 60, figures, random.Random(0)))
+    assert figures.errors == []
+    assert len(figures.loads["baselines"]) == 1 and len(figures.moves["baselines"]) == 4
+    assert "Traceback" not in roomy_server.log()
+
+
+def test_the_full_server_s_one_sentence_page_is_refused(app_server):
+    server = app_server("--max-sessions", "1")
+
+    async def two_sessions():
+        first = await PageSession.open(server.url, "baselines")
+        try:
+            with pytest.raises(Refused):
+                await PageSession.open(server.url, "baselines")
+        finally:
+            await first.close()
+
+    asyncio.run(two_sessions())
