@@ -141,10 +141,19 @@ class Failed:
     message: str
 
 
+BUNDLED_PAIRS = Path(__file__).resolve().parents[2] / "assets" / "preferences" / "pairs-2000-seed0.npz"
+"""The default pair set (PairSettings' 2,000 pairs, seed 0, the embedded model), made once by
+`feedback-lab make-pairs --pairs 2000 --tau-label 0.5 --seed 0`: every learner who opens the
+page starts from it at once instead of sampling the same 4,000 continuations again."""
+DEFAULT_KEY = (PairSettings().pairs, PairSettings().seed)
+
+
 def generate(settings: PairSettings) -> Iterator:
     """PairProgress reports of `iter_make_pairs` with the shared model; Failed if the model cannot be loaded."""
     key = (settings.pairs, settings.seed)
     with _PAIR_SETS_LOCK:
+        if key == DEFAULT_KEY and key not in _PAIR_SETS and BUNDLED_PAIRS.is_file():
+            _PAIR_SETS[key] = load_pairs(BUNDLED_PAIRS)
         cached = _PAIR_SETS.get(key)
     if cached is not None:
         yield cached

@@ -164,3 +164,24 @@ def test_pairs_from_the_embedded_model(tmp_path):
     finally:
         pg.close()
         pg.train_run.join(30)
+
+
+def test_the_bundled_default_pairs_are_the_default_settings_scored_and_labelled_honestly():
+    """The file every learner starts from: PairSettings' 2,000 pairs, g recomputed from the texts, labels by equation 12."""
+    pairs = load_pairs(rm.BUNDLED_PAIRS)
+    s = PairSettings()
+    assert len(pairs) == s.pairs and pairs.seed == s.seed and pairs.tau_label == s.tau_label and pairs.model == s.model
+    assert pairs.ids_a.shape == pairs.ids_b.shape == (s.pairs, s.T)
+    np.testing.assert_array_equal(pairs.g_a, gold_score(list(pairs.text_a)))
+    np.testing.assert_array_equal(pairs.g_b, gold_score(list(pairs.text_b)))
+    np.testing.assert_array_equal(pairs.label, label_pairs(pairs.g_a, pairs.g_b, pairs.tau_label, pairs.seed))
+    p = bt_prob(pairs.g_a, pairs.g_b, pairs.tau_label)  # (n,) P(y_a preferred), equation 12
+    se = np.sqrt(np.sum(p * (1 - p))) / len(p)
+    assert abs(pairs.label.mean() - p.mean()) < 4 * se
+
+
+def test_the_default_pairs_come_from_the_bundle_without_sampling(monkeypatch):
+    monkeypatch.setattr(rm, "_PAIR_SETS", type(rm._PAIR_SETS)())
+    monkeypatch.setattr(rm, "language_model", lambda: pytest.fail("the default pairs must not sample the model again"))
+    reports = list(rm.generate(PairSettings()))
+    assert len(reports) == 1 and isinstance(reports[0], PreferencePairs) and len(reports[0]) == PairSettings().pairs
