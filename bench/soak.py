@@ -23,7 +23,7 @@ import time
 
 from app.pages import available_pages
 from bench.load_test import PageSession, resident_mb, server_log_problems
-from tests.app.conftest import Server, start_server, stop_server
+from tests.servers import Server, start_server, stop_server
 
 DROPPED_AFTER = 2.5
 """Seconds after a close before memory is read: the 1 s lifetime, plus the 1 s between Bokeh's looks for expired sessions."""

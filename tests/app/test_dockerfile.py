@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import ROOT, Server, stop_server, wait_for_health
+from tests.servers import ROOT, Server, stop_server, wait_for_health
 from tests.servers import free_port
 
 DOCKERFILE = ROOT / "Dockerfile"

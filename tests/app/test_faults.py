@@ -22,7 +22,7 @@ import app.pages.toy_target as toy_target
 from app import limits, server
 from app.limits import ServerLimits
 from app.pages import PageInfo
-from tests.app.conftest import _open_session
+from tests.servers import open_session_document
 from tests.servers import free_port
 from widgets.streaming import FAILED, THREAD_NAME, TIME_LIMIT, StreamingRun
 
@@ -173,7 +173,7 @@ def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
         url = f"http://localhost:{port}"
         wait_until(lambda: _answers(url), 60, "the in-process server did not start")
         LongJobPage.started.clear()
-        document = asyncio.run(_open_session(url, "long-job", ""))
+        document = asyncio.run(open_session_document(url, "long-job", ""))
         assert "A long job runs." in document and len(LongJobPage.started) == 1
         worker = LongJobPage.started[0]
         assert worker.name.startswith(THREAD_NAME) and worker in threading.enumerate()

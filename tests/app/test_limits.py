@@ -90,8 +90,7 @@ def test_panel_serve_of_the_script_counts_sessions_too(tmp_path):
     import subprocess
     import sys
 
-    from tests.app.conftest import ROOT, Server, stop_server
-    from tests.servers import free_port, wait_until_up
+    from tests.servers import ROOT, Server, free_port, stop_server, wait_until_up
 
     port = free_port()
     log = tmp_path / "panel.log"

@@ -19,15 +19,12 @@ import nothing from here):
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_up
+from tests.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -56,27 +53,14 @@ def runs_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def server_url(runs_dir, tmp_path_factory):
-    port = free_port()
-    # No network and an empty Hugging Face cache: a hub model must be refused with one sentence.
-    offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path_factory.mktemp("hf-home"))}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": str(runs_dir), **offline},
-    )
-    url = f"http://localhost:{port}"
+def server_url(runs_dir):
+    """One app server for the browser tests, on runs_dir, with no network and an empty Hugging Face cache
+    (a hub model must be refused with one sentence); its stderr goes to a file, never to an unread pipe."""
+    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs_dir)})
     try:
-        wait_until_up(url + "/", process)
-        yield url
+        yield server.url
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_server(server)
 
 
 @pytest.fixture
