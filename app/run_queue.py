@@ -173,6 +173,18 @@ class ModelCache:
                 self._loading.pop(key, None)
             return value
 
+    def model(self, name: str, device, source: str | None = None):
+        """(model, tokenizer) of causal LM `name` on `device`, loaded once, from `source` if given (a downloaded folder)."""
+        from engines.lm_models import load_causal_lm
+
+        return self.get(("model", name, str(device)), lambda: load_causal_lm(source or name, device))
+
+    def reward(self, name: str, device, source: str | None = None):
+        """The reward `name` on `device`, loaded once, from `source` if given (a downloaded classifier's folder)."""
+        from engines.lm_rewards import load_reward
+
+        return self.get(("reward", name, str(device)), lambda: load_reward(source or name, device))
+
 
 def slots_from_environment() -> int:
     """FEEDBACK_LAB_RUNS_PER_DEVICE as a whole number >= 1 (default 1)."""

@@ -324,16 +324,14 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int) -> Itera
     """
     from app.run_queue import MODELS
     from engines.lm_frontier import LMFrontier, LMFrontierSettings
-    from engines.lm_models import ModelNotAvailable, load_causal_lm, resolve_device
-    from engines.lm_rewards import load_reward
+    from engines.lm_models import ModelNotAvailable, resolve_device
 
     yield FrontierView(total=prompts, samples=samples)
     try:
         settings = LMFrontierSettings(prompts=prompts, samples=samples, seed=seed, **source)
         device = resolve_device(settings.device)
-        key = str(device)
-        model, tokenizer = MODELS.get(("model", settings.model, key), lambda: load_causal_lm(settings.model, device))
-        reward = MODELS.get(("reward", settings.reward, key), lambda: load_reward(settings.reward, device))
+        model, tokenizer = MODELS.model(settings.model, device)
+        reward = MODELS.reward(settings.reward, device)
         work = LMFrontier(settings, model=model, tokenizer=tokenizer, reward=reward)
         for progress in work.steps():
             yield FrontierView(

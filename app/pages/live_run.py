@@ -55,10 +55,10 @@ from app.run_queue import MODELS, QUEUE, ModelCache, RunQueue
 from app.runs import (FILES, RUNS_DIR, Run, RunWriter, eval_record, learned_rewards, new_run_id, read_run, run_config,
                       step_record)
 from app.train_lm import format_eval, format_worked_example
-from engines.lm_models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, load_causal_lm,
+from engines.lm_models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch,
                                resolve_device)
 from engines.lm_reinforce import EvalResult, LMRun, LMSettings, Sample, StepResult, default_lr, worked_example
-from engines.lm_rewards import REWARDS, SEED_CLASSIFIER, load_reward
+from engines.lm_rewards import REWARDS, SEED_CLASSIFIER
 from engines.reward_model import REWARD_PREFIX
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
@@ -653,9 +653,8 @@ class LiveRunPage(pn.viewable.Viewer):
     def _prepare(self, settings: LMSettings, device: torch.device, sources: dict[str, str]) -> LMRun:
         """The run, on copies of the shared models (each loaded once per model and device, from `sources`:
         the name, or the folder it was just downloaded to)."""
-        key = str(device)
-        policy, tokenizer = self.models.get(("model", settings.model, key), lambda: load_causal_lm(sources["model"], device))
-        reward = self.models.get(("reward", settings.reward, key), lambda: load_reward(sources["reward"], device))
+        policy, tokenizer = self.models.model(settings.model, device, sources["model"])
+        reward = self.models.reward(settings.reward, device, sources["reward"])
         return LMRun(settings, policy=copy.deepcopy(policy), tokenizer=copy.deepcopy(tokenizer), reward=copy.deepcopy(reward))
 
     def _downloads(self, settings: LMSettings) -> list[tuple[str, Download | None]]:

@@ -27,7 +27,7 @@ import app.runs as runs
 from app.preferences_cli import probe_rows
 from app.run_queue import MODELS
 from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
-from engines.lm_models import EMBEDDED, ModelNotAvailable, load_causal_lm, resolve_device
+from engines.lm_models import EMBEDDED, ModelNotAvailable, resolve_device
 from engines.preferences import TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
 from engines.reward_model import (
     REWARD_PREFIX,
@@ -131,7 +131,7 @@ _PAIR_SETS_LOCK = threading.Lock()
 def language_model():
     """The embedded model and its tokenizer, loaded once per server (the live-run page shares the same cache)."""
     device = resolve_device("auto")
-    return MODELS.get(("model", EMBEDDED, str(device)), lambda: load_causal_lm(EMBEDDED, device))
+    return MODELS.model(EMBEDDED, device)
 
 
 @dataclass(frozen=True)

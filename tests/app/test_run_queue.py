@@ -106,3 +106,15 @@ def test_a_failed_load_is_not_kept():
         cache.get("k", load)
     assert "k" not in cache
     assert cache.get("k", load) == "model" and len(calls) == 2
+
+
+def test_model_cache_loads_a_model_and_a_reward_once_under_the_keys_pages_share():
+    import torch
+
+    cache = ModelCache()
+    cpu = torch.device("cpu")
+    model, tokenizer = cache.model("embedded", cpu)
+    assert cache.model("embedded", cpu)[0] is model and ("model", "embedded", "cpu") in cache
+    reward = cache.reward("vader", cpu)
+    assert cache.reward("vader", cpu) is reward and ("reward", "vader", "cpu") in cache
+    assert len(tokenizer) == model.config.vocab_size
