@@ -38,6 +38,7 @@ from panel.io.notifications import NotificationArea
 from app import limits
 from app.pages import PageInfo, available_pages
 from widgets.predict import guide_switch, session_guide
+from widgets.streaming import LOG
 
 APP_TITLE = "Feedback Lab"
 CSS = (Path(__file__).resolve().parent.parent / "assets" / "app.css").read_text()
@@ -238,7 +239,6 @@ class HealthHandler(tornado.web.RequestHandler):
         self.write("ok")
 
 
-LOG = logging.getLogger("feedback_lab")
 REFUSED = "That value was not taken, so the page keeps the one it had: {reason}"
 """What a session's user reads when a control sent a value its parameter refuses (an emptied number box)."""
 BROKEN = "Something went wrong on the server ({kind}); it is logged, and the page goes on."
