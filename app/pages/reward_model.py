@@ -402,8 +402,8 @@ class RewardModelPage(pn.viewable.Viewer):
                 self._soon("train", self.start_training)
             if "tau_label" in names:
                 self._update_probability_curve()
-            if "pair" in names:
-                self._update_table()
+            if "pair" in names and self.data is not None:
+                self._update_table(self.data)
 
     def _soon(self, key: str, start) -> None:
         """Start `start` once the controls have been still for RESTART_DELAY_MS (at once without a browser)."""
@@ -473,10 +473,11 @@ class RewardModelPage(pn.viewable.Viewer):
 
     def _relabel(self) -> None:
         keep = self.file_labels and self.tau_label == self.base.tau_label
-        self.data = self.base if keep else relabel(self.base, self.tau_label, self.label_seed)
-        self.freq.data = label_frequencies(self.data)
-        self.pairs_text.object = f'<p class="fl-pairs-summary">{pairs_summary(self.data, self.source)}</p>'
-        self._update_table()
+        data = self.base if keep else relabel(self.base, self.tau_label, self.label_seed)
+        self.freq.data = label_frequencies(data)
+        self.pairs_text.object = f'<p class="fl-pairs-summary">{pairs_summary(data, self.source)}</p>'
+        self._update_table(data)
+        self.data = data  # set once its views show it, so whoever sees the new data sees them too
         self.stop_sweep()
         self._invalidate_model()
         self._soon("train", self.start_training)
@@ -484,10 +485,7 @@ class RewardModelPage(pn.viewable.Viewer):
     def _update_probability_curve(self) -> None:
         self.prob.data = {"gap": GAP_AXIS, "p": bt_prob(GAP_AXIS, 0.0, self.tau_label)}
 
-    def _update_table(self) -> None:
-        if self.data is None:
-            return
-        d = self.data
+    def _update_table(self, d: PreferencePairs) -> None:
         start = min(self.pair, len(d) - 1)
         rows = np.arange(start, min(start + PAGE_ROWS, len(d)))
         self.table.data = {
@@ -579,7 +577,6 @@ class RewardModelPage(pn.viewable.Viewer):
             self.train_controls.progress = view.progress
             if view.trained is None:
                 return
-            self.trained = view.trained
             e = view.trained.evaluation
             self.metrics.update(accuracy=e.heldout_accuracy, se=e.heldout_se, acc_star=e.acc_star,
                                 gold_order=e.gold_order_accuracy, spearman=e.spearman)
@@ -587,6 +584,7 @@ class RewardModelPage(pn.viewable.Viewer):
             self.train_text.object = f'<p class="fl-train-summary">{training_summary(view.trained)}</p>'
             self.probe.data = {k: [row[k] for row in view.probe] for k in self.probe.data}
             self.save_button.disabled = False
+            self.trained = view.trained  # last, as self.data
 
     def save_model(self) -> Path | None:
         """Save the trained model with its normaliser under the runs folder's reward-models/, and say how to use it."""
