@@ -1,15 +1,19 @@
-"""What the live-run sessions share: one queue of language-model runs per device, and the loaded models.
+"""What the sessions share: one queue of model jobs per device, and the loaded models and results.
 
-Every browser tab of /live-run has its own page, its own run and its own run folder. What
-the tabs share is the machine, and two objects hold that shared, mutable state (nothing
-else does):
+Every browser tab has its own page, its own runs and its own run folders. What the tabs
+share is the machine, and two objects hold that shared, mutable state (nothing else does):
 
-- `RunQueue`: at most `slots` runs at a time on each device (one by default: two runs on one
-  CPU or one GPU only slow each other down). The others wait in line, first come first
-  served, and can see their place. A waiting run that leaves (its owner pressed Stop, or its
-  tab closed) is taken out of the line; a running run that leaves frees its slot for the next.
+- `RunQueue`: at most `slots` jobs at a time on each device (one by default: two runs on one
+  CPU or one GPU only slow each other down). A job is a language-model run of /live-run, or
+  the model work of another page (sampling pairs, training a reward model, sampling a
+  frontier), walked through `on_device`. The others wait in line, first come first served,
+  and can see their place. A waiting job that leaves (its owner pressed Stop, or its tab
+  closed) is taken out of the line; a running job that leaves frees its slot for the next.
 - `ModelCache`: each model is loaded from disk (or downloaded) once, by whichever session asks
   first; the others wait for that load instead of starting their own. Runs train copies.
+  It also keeps the newest few results that sessions computed (pair sets, trained reward
+  models) under the settings that made them, so that a second learner asking for the same
+  computation gets it at once instead of queueing for the device again.
 
 Both are thread-safe: runs live on worker threads, pages on the server's thread. Neither
 imports torch: the cache is handed its loader, so the light pages never pay for torch.
@@ -19,11 +23,16 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Hashable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
 SLOTS_VARIABLE = "FEEDBACK_LAB_RUNS_PER_DEVICE"
 """Environment variable: how many language-model runs may train at once on one device (default 1)."""
+POLL_SECONDS = 0.25
+"""Seconds between looks at a waiting job's place in line: a Stop is seen within this time."""
+RESULTS_KEPT = 8
+"""Computed results (pair sets, trained reward models) the model cache keeps, the newest."""
 
 
 @dataclass(eq=False)
@@ -84,6 +93,11 @@ class RunQueue:
             self._promote(ticket.device)
         self._notify()
 
+    def places(self, ticket: Ticket, poll: float = POLL_SECONDS) -> Iterator[int | None]:
+        """Yield `ticket`'s place in line (1 = next) every `poll` seconds until it may run."""
+        while not self.wait(ticket, poll):
+            yield self.position(ticket)
+
     def position(self, ticket: Ticket) -> int | None:
         """0 while running, k for the k-th place in line (1 = next), None once it has left."""
         with self._lock:
@@ -141,18 +155,73 @@ class RunQueue:
             listener()
 
 
+@dataclass(frozen=True)
+class Queued:
+    """A snapshot of a job still waiting for its device."""
+
+    device: str
+    """The device it waits for."""
+    position: int | None
+    """Its place in line: 1 = next."""
+
+    def sentence(self, what: str) -> str:
+        """One sentence for the page: `what` waits, and where."""
+        ahead = "" if self.position is None else f" (place {self.position} in line)"
+        return (f"{what} waits for the {self.device}{ahead}: this server trains one job at a time on it, and the "
+                "live-run page lists what is running.")
+
+
+def told_waiting(run, snapshot, what: str) -> bool:
+    """Whether `snapshot` is Queued: if so, `run` (a widgets.streaming.StreamingRun) tells where `what` waits;
+    any other snapshot clears that sentence."""
+    queued = isinstance(snapshot, Queued)
+    run.tell(snapshot.sentence(what) if queued else "")
+    return queued
+
+
+def on_device(queue: RunQueue, device: str, label: str, work: Iterator, poll: float = POLL_SECONDS) -> Iterator:
+    """Walk the generator `work` holding a place on `device`: `Queued` snapshots while in line, then its own.
+
+    The place is left however `work` ends: finished, failed, or closed at a yield (the tab
+    closed or Stop was pressed; the page's StreamingRun closes the generator).
+    """
+    ticket = queue.join(device, label)
+    try:
+        for position in queue.places(ticket, poll):
+            yield Queued(device, position)
+        yield from work
+    finally:
+        queue.leave(ticket)
+
+
 class ModelCache:
     """Objects loaded once per key and kept: `get(key, load)` calls `load()` only for the first caller.
 
     Concurrent callers of one key wait for the first load rather than loading again; callers
     of other keys do not wait. A load that raises is not kept, so the next caller tries again
-    (a model that was missing may have been copied in since).
+    (a model that was missing may have been copied in since). Results a session computed are
+    handed in with `keep(key, value)` and read with `result(key)`; the newest `results` stay.
     """
 
-    def __init__(self):
+    def __init__(self, results: int = RESULTS_KEPT):
         self._lock = threading.Lock()
         self._items: dict[Hashable, object] = {}
         self._loading: dict[Hashable, threading.Lock] = {}
+        self._results: OrderedDict[Hashable, object] = OrderedDict()
+        self.results = results
+
+    def keep(self, key: Hashable, value: object) -> None:
+        """Keep a computed result under `key` (the settings that made it), dropping the oldest beyond `results`."""
+        with self._lock:
+            self._results[key] = value
+            self._results.move_to_end(key)
+            while len(self._results) > self.results:
+                self._results.popitem(last=False)
+
+    def result(self, key: Hashable):
+        """The result kept under `key`, or None."""
+        with self._lock:
+            return self._results.get(key)
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
@@ -195,6 +264,6 @@ def slots_from_environment() -> int:
 
 
 QUEUE = RunQueue(slots_from_environment())
-"""The queue every live-run page of this server uses."""
+"""The queue of model jobs every page of this server uses."""
 MODELS = ModelCache()
-"""The models (and reward classifiers) every live-run page of this server shares, by (kind, name, device)."""
+"""The models (and reward classifiers) every page of this server shares, by (kind, name, device), and the newest results."""

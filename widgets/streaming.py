@@ -65,6 +65,7 @@ class StreamingRun:
         self._token = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stopping: list[threading.Thread] = []  # replaced jobs not yet at their next snapshot
         _runs.add(self)
 
     @property
@@ -74,9 +75,11 @@ class StreamingRun:
     def start(self, steps: Callable[[], Iterator]) -> None:
         """Cancel any run under way and walk the generator `steps()` on a new thread."""
         self.stop()
+        if self._thread is not None:
+            self._stopping = [t for t in (*self._stopping, self._thread) if t.is_alive()]
         self._token += 1
         self._stop = threading.Event()
-        self._show_notice("")
+        self.tell("")
         doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
         self._thread = threading.Thread(target=self._work, args=(self._token, steps, self._stop, doc), daemon=True,
                                         name=f"{THREAD_NAME}-{next(_numbers)}")
@@ -86,8 +89,11 @@ class StreamingRun:
         self._stop.set()
 
     def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        """Wait for every job this run started, the current and the replaced ones, for at most `timeout` seconds in all."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in (*self._stopping, self._thread):
+            if thread is not None:
+                thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
 
     def _deliver(self, doc, callback, stop: threading.Event) -> None:
         if doc is None:
@@ -130,11 +136,12 @@ class StreamingRun:
     def _done_current(self, token: int, finished: bool, message: str) -> None:
         if token != self._token:
             return
-        self._show_notice(message)
+        self.tell(message)
         if self.on_done is not None:
             self.on_done(finished)
 
-    def _show_notice(self, message: str) -> None:
+    def tell(self, message: str) -> None:
+        """Show one sentence in `notice` (an empty one hides it): a limit, a failure, a wait for the device."""
         self.notice.object = message
         self.notice.visible = bool(message)
 

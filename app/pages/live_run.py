@@ -709,8 +709,8 @@ class LiveRunPage(pn.viewable.Viewer):
             return
         ticket = self.queue.join(str(device), run_label(settings))
         try:
-            while not self.queue.wait(ticket, WAIT_POLL):
-                yield self._keep(replace(state, phase="queued", position=self.queue.position(ticket)))
+            for position in self.queue.places(ticket, WAIT_POLL):
+                yield self._keep(replace(state, phase="queued", position=position))
             folder = new_run_folder(self.runs_dir, settings)
             self.queue.set_run_id(ticket, folder.name)
             state = replace(state, phase="running", folder=folder)

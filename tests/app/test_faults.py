@@ -69,6 +69,23 @@ def test_a_job_past_its_time_limit_is_stopped_with_one_sentence_and_the_next_job
     assert done == [False, True] and shown[-1] == 3 and not run.notice.visible
 
 
+def test_join_waits_for_the_replaced_jobs_too():
+    """A replaced job runs on to its next snapshot; join (a test's teardown, the process's exit) waits for it as well."""
+    release = threading.Event()
+
+    def slow_first():
+        release.wait(10)  # e.g. importing torch before its first snapshot
+        yield 1
+
+    run = StreamingRun(lambda _: None, period=0.0)
+    run.start(slow_first)
+    first = run._thread
+    run.start(lambda: endless(stop_after=1))
+    threading.Timer(0.3, release.set).start()
+    run.join(10)
+    assert not first.is_alive() and not run._thread.is_alive()
+
+
 LIMITED_JOBS = [
     (bandit.page, "start_training", lambda pg: pg.run),
     (token_world.page, "start_mc", lambda pg: pg.mc_run),

@@ -11,6 +11,7 @@ import pytest
 
 import app.pages.reward_model as rm
 from app.preferences_cli import probe_rows
+from app.run_queue import ModelCache, Queued, RunQueue
 from app.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.preferences import PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
@@ -41,14 +42,18 @@ def wait(condition, timeout=120.0):
 
 @pytest.fixture
 def make_page(monkeypatch, tmp_path):
-    """A page on word pairs (generated 'instantly'), writing under a temporary runs folder."""
-    monkeypatch.setattr(rm, "generate", lambda settings: iter([word_pairs(settings.pairs, seed=settings.seed)]))
-    pages = []
+    """Pages on word pairs (generated 'instantly'), writing under a temporary runs folder, sharing a queue and a cache
+    of their own (build(..., models=ModelCache()) for a page that shares nothing kept)."""
+    monkeypatch.setattr(rm, "generate", lambda settings, *_: iter([word_pairs(settings.pairs, seed=settings.seed)]))
+    pages, queue, models = [], RunQueue(), ModelCache()
 
-    def build(query=None):
-        pg = rm.RewardModelPage(query={"pairs": "200", "steps": "40", **(query or {})}, root=tmp_path)
+    def build(query=None, **shared):
+        shared = {"queue": queue, "models": models, **shared}
+        pg = rm.RewardModelPage(query={"pairs": "200", "steps": "40", **(query or {})}, root=tmp_path, **shared)
         pages.append(pg)
         return pg
+
+    build.queue = queue
 
     yield build
     for pg in pages:
@@ -58,8 +63,10 @@ def make_page(monkeypatch, tmp_path):
 
 
 def test_defaults_and_the_link(make_page):
-    pg = rm.RewardModelPage(query={}, root=".")
+    pg = rm.RewardModelPage(query={}, root=".", queue=RunQueue(), models=ModelCache())
     pg.close()
+    for run in (pg.pairs_run, pg.train_run, pg.sweep_run):
+        run.join(30)  # a training still running would share the cores with the next test's, and MKL's sums with them
     assert (pg.pairs, pg.tau_label, pg.steps, pg.min_count) == (2000, 0.5, 200, 2)  # the engines' defaults
     assert not pg.notice.visible
     pg = make_page({"tau_label": "1.5", "pair": "7", "min_count": "1"})
@@ -152,15 +159,59 @@ def test_the_sweep_matches_the_engine(make_page):
     assert pg.sweep.data["acc_star"][0] > pg.sweep.data["acc_star"][-1]  # noisier raters, a lower ceiling
 
 
-def test_pairs_from_the_embedded_model(tmp_path):
-    pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path)
+def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make_page):
+    first = make_page({"steps": "20"})
+    wait(lambda: first.trained is not None)
+    second = make_page({"steps": "20"})
+    wait(lambda: second.trained is not None)
+    assert second.train_run._thread is None  # no training was started: the server's kept model is shown
+    assert second.trained is first.trained and second.metrics.values() == first.metrics.values()
+    np.testing.assert_array_equal(second.curve.data["accuracy"], first.curve.data["accuracy"])
+    alone = make_page({"steps": "20"}, models=ModelCache())  # a page that shares nothing kept trains its own, the same
+    wait(lambda: alone.trained is not None)
+    assert alone.train_run._thread is not None and alone.trained.evaluation == first.trained.evaluation
+    second.min_count = 1  # other settings: trained afresh
+    wait(lambda: second.trained is not None and second.trained.settings.min_count == 1)
+    assert second.train_run._thread is not None
+
+
+def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page):
+    run = make_page.queue.join("cpu", "a language-model run")  # the CPU's one slot is taken
+    pg = make_page({"steps": "20"})
+    wait(lambda: pg.train_run.notice.visible)
+    assert pg.train_run.notice.object == Queued("cpu", 1).sentence("The training")
+    assert "waits for the cpu (place 1 in line)" in pg.train_run.notice.object and len(pg.curve.data["step"]) == 0
+    assert [q.waiting for q in make_page.queue.overview()] == [("reward models · training 20 steps",)]
+    make_page.queue.leave(run)
+    wait(lambda: pg.trained is not None)
+    assert not pg.train_run.notice.visible and make_page.queue.overview() == []  # its place is left when it ends
+
+
+def test_a_closed_page_leaves_the_queue(make_page):
+    run = make_page.queue.join("cpu", "a language-model run")
+    pg = make_page({"steps": "20"})
+    wait(lambda: pg.train_run.notice.visible)
+    pg.close()
+    pg.train_run.join(5)
+    assert [q.waiting for q in make_page.queue.overview()] == [()]
+    make_page.queue.leave(run)
+
+
+def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path):
+    queue, models = RunQueue(), ModelCache()
+    run = queue.join("cpu", "a language-model run")
+    pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path, queue=queue, models=models)
     try:
+        wait(lambda: pg.pairs_run.notice.visible)
+        assert pg.pairs_run.notice.object == Queued("cpu", 1).sentence("Sampling the pairs") and pg.data is None
+        queue.leave(run)
         wait(lambda: pg.data is not None)
         pg.stop_training()
         expected = make_pairs(PairSettings(pairs=50, seed=0))
         np.testing.assert_array_equal(pg.data.text_a, expected.text_a)
         np.testing.assert_array_equal(pg.data.label, expected.label)
         assert list(pg.table.data["text_b"]) == list(expected.text_b[: rm.PAGE_ROWS])
+        assert models.result(rm.pairs_key(PairSettings(pairs=50, seed=0))) is pg.base  # the next learner gets it at once
     finally:
         pg.close()
         pg.train_run.join(30)
@@ -181,7 +232,6 @@ def test_the_bundled_default_pairs_are_the_default_settings_scored_and_labelled_
 
 
 def test_the_default_pairs_come_from_the_bundle_without_sampling(monkeypatch):
-    monkeypatch.setattr(rm, "_PAIR_SETS", type(rm._PAIR_SETS)())
     monkeypatch.setattr(rm, "language_model", lambda: pytest.fail("the default pairs must not sample the model again"))
-    reports = list(rm.generate(PairSettings()))
+    reports = list(rm.generate(PairSettings(), RunQueue(), ModelCache()))
     assert len(reports) == 1 and isinstance(reports[0], PreferencePairs) and len(reports[0]) == PairSettings().pairs

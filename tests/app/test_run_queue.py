@@ -1,11 +1,11 @@
-"""The shared state of the live runs: the per-device queue and the model cache, under threads."""
+"""The shared state of the sessions: the per-device queue of model jobs and the model cache, under threads."""
 
 import threading
 import time
 
 import pytest
 
-from app.run_queue import ModelCache, RunQueue, slots_from_environment
+from app.run_queue import ModelCache, Queued, RunQueue, on_device, slots_from_environment
 
 
 def test_one_run_per_device_the_others_wait_in_order():
@@ -118,3 +118,44 @@ def test_model_cache_loads_a_model_and_a_reward_once_under_the_keys_pages_share(
     reward = cache.reward("vader", cpu)
     assert cache.reward("vader", cpu) is reward and ("reward", "vader", "cpu") in cache
     assert len(tokenizer) == model.config.vocab_size
+
+
+def test_a_job_on_a_device_reports_its_place_then_runs_and_leaves_however_it_ends():
+    queue = RunQueue()
+    run = queue.join("cpu", "a run")
+
+    def work(fail=False):
+        yield "first"
+        if fail:
+            raise RuntimeError("out of memory")
+        yield "second"
+
+    job = on_device(queue, "cpu", "a job", work(), poll=0.01)
+    assert next(job) == Queued("cpu", 1) and queue.overview()[0].waiting == ("a job",)
+    queue.leave(run)
+    assert [s for s in job if not isinstance(s, Queued)] == ["first", "second"] and queue.overview() == []
+    job = on_device(queue, "cpu", "a job", work(fail=True), poll=0.01)
+    assert next(job) == "first"
+    with pytest.raises(RuntimeError):
+        next(job)
+    assert queue.overview() == []
+    job = on_device(queue, "cpu", "a job", work(), poll=0.01)
+    assert next(job) == "first" and queue.overview()[0].running == ("a job",)
+    job.close()  # the tab closed, or Stop: the page's StreamingRun closes the generator
+    assert queue.overview() == []
+
+
+def test_a_queued_sentence_names_the_device_and_the_place():
+    assert Queued("cuda", 2).sentence("The training").startswith("The training waits for the cuda (place 2 in line): ")
+    assert "(place" not in Queued("cpu", None).sentence("The sweep")
+
+
+def test_the_cache_keeps_the_newest_results_and_drops_the_oldest():
+    cache = ModelCache(results=2)
+    for key in "abc":
+        cache.keep(key, key.upper())
+    assert (cache.result("a"), cache.result("b"), cache.result("c")) == (None, "B", "C")
+    cache.keep("b", "B2")  # kept again: the newest now
+    cache.keep("d", "D")
+    assert (cache.result("b"), cache.result("c"), cache.result("d")) == ("B2", None, "D")
+    assert "b" not in cache  # results are apart from loaded models
