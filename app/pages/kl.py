@@ -23,6 +23,7 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, CustomJSTickFormatter, DataRange1d, FactorRange, HoverTool, Range1d, Span
 from bokeh.transform import dodge
 
+from app.run_queue import QUEUE, RunQueue, on_device, told_waiting
 from engines.kl_optimal import (
     REFERENCE,
     WORDS,
@@ -317,12 +318,13 @@ class FrontierView:
     """One sentence when the work failed."""
 
 
-def frontier_views(source: dict, prompts: int, samples: int, seed: int) -> Iterator[FrontierView]:
-    """Load the model and the reward once per server, then sample and score: a FrontierView per batch.
+def frontier_views(source: dict, prompts: int, samples: int, seed: int, queue: RunQueue = QUEUE) -> Iterator:
+    """Load the model and the reward once per server, wait for the device in `queue` (Queued snapshots),
+    then sample and score: a FrontierView per batch.
 
     Runs on the worker thread; torch is imported here, when a frontier is first asked for.
     """
-    from app.run_queue import MODELS
+    from app.run_queue import MODELS, Queued
     from engines.lm_frontier import LMFrontier, LMFrontierSettings
     from engines.lm_models import ModelNotAvailable, resolve_device
 
@@ -333,7 +335,11 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int) -> Itera
         model, tokenizer = MODELS.model(settings.model, device)
         reward = MODELS.reward(settings.reward, device)
         work = LMFrontier(settings, model=model, tokenizer=tokenizer, reward=reward)
-        for progress in work.steps():
+        label = f"KL page · frontier, {prompts} prompts × {samples} replies"
+        for progress in on_device(queue, str(device), label, work.steps()):
+            if isinstance(progress, Queued):
+                yield progress
+                continue
             yield FrontierView(
                 done=len(progress.prompts), total=prompts, samples=samples, seconds=progress.seconds,
                 frontier=sampled_frontier(progress.rewards, LM_BETAS),
@@ -405,8 +411,10 @@ class KLPage(pn.viewable.Viewer):
 
     CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed")
 
-    def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None, **params):
+    def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
+                 queue: RunQueue | None = None, **params):
         super().__init__(**params)
+        self.queue = queue or QUEUE  # the frontier's sampling waits for the device like a run
         self.runs = live_runs(runs_dir)
         self.sources = {source_label(LM_SOURCE): LM_SOURCE} | {source_label(run_source(r)): run_source(r) for r in self.runs}
         self.param.lm_source.objects = list(self.sources)
@@ -515,13 +523,15 @@ class KLPage(pn.viewable.Viewer):
         self.lm_controls.param.update(running=True, progress=0.0)
         self.lm_status.object = "<p>Loading the model and the reward…</p>"
         source, M, m, seed = self.sources[self.lm_source], self.lm_prompts, self.lm_samples, self.lm_seed
-        self.lm_run.start(lambda: frontier_views(source, M, m, seed))
+        self.lm_run.start(lambda: frontier_views(source, M, m, seed, self.queue))
 
     def stop_frontier(self) -> None:
         self.lm_run.stop()
         self.lm_controls.running = False
 
     def _show_frontier(self, view: FrontierView) -> None:
+        if told_waiting(self.lm_run, view, "The sampling"):
+            return
         if view.message:
             self.lm_status.object = f'<p class="fl-lm-error">{html.escape(view.message)}</p>'
             return

@@ -1,6 +1,7 @@
 """The KL page without a browser: pi_ref, pi*, the frontier and the numbers against the engine."""
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -246,6 +247,24 @@ def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(ru
     assert f"{below} of them below the sampled frontier" in pg.lm_summary.object
     pg.lm_samples = 8  # another m: the old frontier is dropped
     assert len(pg.lm_curve.data["kl"]) == 0 and not pg.ceiling_rule.visible and "log m = 2.08" in pg.lm_approx.object
+
+
+def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir):
+    from app.run_queue import Queued, RunQueue
+
+    queue = RunQueue()
+    run = queue.join("cpu", "a language-model run")
+    pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4"}, runs_dir=runs_dir, queue=queue)
+    pg.start_frontier()
+    deadline = time.monotonic() + 60
+    while not pg.lm_run.notice.visible:
+        assert time.monotonic() < deadline, "the sampling never said it waits"
+        time.sleep(0.05)
+    assert pg.lm_run.notice.object == Queued("cpu", 1).sentence("The sampling") and len(pg.lm_curve.data["kl"]) == 0
+    assert queue.overview()[0].waiting == ("KL page · frontier, 2 prompts × 4 replies",)
+    queue.leave(run)
+    pg.lm_run.join(120)
+    assert pg.lm_controls.progress == 1.0 and not pg.lm_run.notice.visible and queue.overview() == []
 
 
 def test_a_model_that_cannot_be_loaded_gives_one_sentence(tmp_path, monkeypatch):
