@@ -28,48 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engines.lm_models import DEVICES, EMBEDDED, load_causal_lm, resolve_device
-from engines.lm_reinforce import PROMPT_SETS, context_length, run_prompts, sample_per_prompt
+from engines.lm_models import load_causal_lm, resolve_device
+from engines.lm_reinforce import context_length, run_prompts, sample_per_prompt
 from engines.lm_rewards import load_reward
-from engines.settings import require, whole
+from engines.lm_settings import LMFrontierSettings
 
 ROWS = 256
 """Replies sampled in one batch (whole prompts at a time, at least one prompt): bounds the memory of a batch."""
-
-
-@dataclass(frozen=True)
-class LMFrontierSettings:
-    """The sampled reward-KL frontier of a live run's reference model on its held-out prompts."""
-
-    model: str = EMBEDDED
-    """The reference model pi_ref: 'embedded', a hub id (gpt2, distilgpt2) or a local folder."""
-    reward: str = "vader"
-    """Reward R(x, y): 'vader', a classifier id or folder, or 'reward-model:PATH', as in the live run."""
-    prompts: int = 64
-    """Held-out prompts M (the first M, as the live run's evaluation takes them); 1 to 64."""
-    samples: int = 32
-    """Replies m sampled from pi_ref per prompt; 2 to 4096 (the frontier's KL stops at log m nats)."""
-    T: int = 24
-    """Tokens per reply, as the run's T; 1 to 512."""
-    prompt_tokens: int = 8
-    """Review prompts are cut to this many tokens (feeling prompts are used whole); 1 to 512."""
-    prompt_set: str = "reviews"
-    """'reviews' (movie-review openings, cut to prompt_tokens) or 'feelings' (seed 001's lab prompts, whole)."""
-    seed: int = 0
-    """Seed of the replies sampled; a whole number >= 0."""
-    device: str = "auto"
-    """'auto' (CUDA if available, else CPU), 'cpu' or 'cuda'."""
-
-    def __post_init__(self):
-        require(isinstance(self.model, str) and self.model.strip() != "", "model must name a model: 'embedded', a hub id or a folder.")
-        require(isinstance(self.reward, str) and self.reward.strip() != "", "reward must name a reward, e.g. 'vader'.")
-        require(whole(self.prompts, 1, 64), f"prompts must be a whole number from 1 to 64 (the held-out prompts), got {self.prompts}.")
-        require(whole(self.samples, 2, 4096), f"samples must be a whole number from 2 to 4096 per prompt, got {self.samples}.")
-        require(whole(self.T, 1, 512), f"T must be a whole number of tokens from 1 to 512, got {self.T}.")
-        require(whole(self.prompt_tokens, 1, 512), f"prompt_tokens must be a whole number from 1 to 512, got {self.prompt_tokens}.")
-        require(self.prompt_set in PROMPT_SETS, f"prompt_set must be one of {', '.join(PROMPT_SETS)}, got {self.prompt_set!r}.")
-        require(whole(self.seed, 0), f"seed must be a whole number >= 0, got {self.seed}.")
-        require(self.device in DEVICES or self.device.startswith("cuda:"), f"device must be one of {', '.join(DEVICES)}, got {self.device!r}.")
 
 
 @dataclass(frozen=True)

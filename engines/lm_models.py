@@ -30,9 +30,9 @@ from typing import Callable
 
 import torch
 
-EMBEDDED = "embedded"
+from engines.lm_settings import DEVICES, EMBEDDED
+
 EMBEDDED_DIR = Path(__file__).resolve().parent.parent / "assets" / "models" / "embedded"
-DEVICES = ("auto", "cpu", "cuda")
 HUB_SIDE_FILES = ("*.json", "*.txt", "*.model", "*.tiktoken")
 """Besides the weights, what `from_pretrained` reads of a hub repository: configs and tokenizer files."""
 HUB_WEIGHTS = (("*.safetensors",), ("pytorch_model*.bin",))

@@ -38,6 +38,7 @@ from engines.kl_optimal import (
     optimal_policy,
     sampled_frontier,
 )
+from engines.lm_settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
@@ -264,17 +265,16 @@ def top_table_html(space: ReplySpace, policy: OptimalPolicy) -> str:
 
 # ----------------------------------------------------------------------------- where the live runs sit
 
-LM_SOURCE = {"model": "embedded", "reward": "vader", "T": 24, "prompt_tokens": 8, "prompt_set": "reviews"}
-"""The live run's default model, reward and replies (engines.lm_frontier.LMFrontierSettings' defaults), written
-out so that the page imports torch only when a frontier is asked for."""
-LM_DEFAULTS = {"prompts": 64, "samples": 32, "seed": 0}
-"""LMFrontierSettings' defaults for M, m and the seed, for the same reason."""
+FRONTIER_DEFAULTS = LMFrontierSettings()
+"""The sampled frontier's defaults: the live run's model, reward and replies, M prompts, m replies, the seed."""
+SOURCE_KEYS = ("model", "reward", "T", "prompt_tokens", "prompt_set")
+"""The run settings a frontier depends on: runs that share them are drawn over the same frontier."""
+LM_SOURCE = {key: getattr(FRONTIER_DEFAULTS, key) for key in SOURCE_KEYS}
+"""The default source: the live run's default model, reward and replies."""
 LM_BETAS = np.geomspace(1e-3, 1e3, 301)
 """The beta sweep of the sampled frontier: from pi* on the best sample (KL near log m) to the reference (KL near 0)."""
 RUN_COLOURS = [c for name, c in OKABE_ITO.items() if name != "blue"]
 """One colour per run drawn (blue is the frontier's)."""
-SOURCE_KEYS = ("model", "reward", "T", "prompt_tokens", "prompt_set")
-"""The run settings a frontier depends on: runs that share them are drawn over the same frontier."""
 
 
 def source_label(source: dict) -> str:
@@ -325,7 +325,7 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int, queue: R
     Runs on the worker thread; torch is imported here, when a frontier is first asked for.
     """
     from app.run_queue import MODELS, Queued
-    from engines.lm_frontier import LMFrontier, LMFrontierSettings
+    from engines.lm_frontier import LMFrontier
     from engines.lm_models import ModelNotAvailable, resolve_device
 
     yield FrontierView(total=prompts, samples=samples)
@@ -405,9 +405,9 @@ class KLPage(pn.viewable.Viewer):
     gap = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Log-odds gap between the two replies")
     lm_source = param.Selector(default=source_label(LM_SOURCE), objects=[source_label(LM_SOURCE)],
                                label="Reference model, reward and replies (the live runs' own)")
-    lm_prompts = param.Integer(default=LM_DEFAULTS["prompts"], bounds=(1, 64), label="Held-out prompts M")
-    lm_samples = param.Integer(default=LM_DEFAULTS["samples"], bounds=(2, 1024), label="Replies m sampled per prompt")
-    lm_seed = param.Integer(default=LM_DEFAULTS["seed"], bounds=(0, 999_999), label="Seed of the samples")
+    lm_prompts = param.Integer(default=FRONTIER_DEFAULTS.prompts, bounds=(1, 64), label="Held-out prompts M")
+    lm_samples = param.Integer(default=FRONTIER_DEFAULTS.samples, bounds=(2, 1024), label="Replies m sampled per prompt")
+    lm_seed = param.Integer(default=FRONTIER_DEFAULTS.seed, bounds=(0, 999_999), label="Seed of the samples")
 
     CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed")
 

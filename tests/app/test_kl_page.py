@@ -191,10 +191,10 @@ def runs_dir(tmp_path):
 
 
 def test_the_section_starts_from_the_engine_defaults():
-    from engines.lm_frontier import LMFrontierSettings
+    from engines.lm_settings import LMFrontierSettings, LMSettings
 
     d = LMFrontierSettings()
-    assert LM_SOURCE == {k: getattr(d, k) for k in LM_SOURCE}
+    assert LM_SOURCE == {k: getattr(LMSettings(), k) for k in LM_SOURCE}  # the live run's defaults, from one definition
     pg = KLPage(query={}, runs_dir="/nonexistent/runs")
     assert (pg.lm_prompts, pg.lm_samples, pg.lm_seed) == (d.prompts, d.samples, d.seed)
     assert pg.param.lm_source.objects == [source_label(LM_SOURCE)] and len(pg.lm_points.data["kl"]) == 0

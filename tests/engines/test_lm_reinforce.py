@@ -15,11 +15,8 @@ from hypothesis import strategies as st
 
 from engines.lm_reinforce import (
     BANNED_LOGIT,
-    SEED_LR,
     EvalResult,
-    LMSettings,
     ban,
-    default_lr,
     distinct_n,
     exact_kl,
     loo_advantages,
@@ -30,6 +27,7 @@ from engines.lm_reinforce import (
     token_logp,
     worked_example,
 )
+from engines.lm_settings import SEED_LR, LMSettings, default_lr
 
 EOS = 3
 
