@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 SLOTS_VARIABLE = "FEEDBACK_LAB_RUNS_PER_DEVICE"
 """Environment variable: how many language-model runs may train at once on one device (default 1)."""
 POLL_SECONDS = 0.25
-"""Seconds between looks at a waiting job's place in line: a Stop is seen within this time."""
+"""Seconds between looks at a waiting job's place in line (or at a paused run's Resume): a Stop is seen within this time."""
 RESULTS_KEPT = 8
 """Computed results (pair sets, trained reward models) the model cache keeps, the newest."""
 

@@ -51,7 +51,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 from bokeh.palettes import PuOr
 
 from app.limits import ServerLimits, current as current_limits
-from app.run_queue import MODELS, QUEUE, ModelCache, RunQueue
+from app.run_queue import MODELS, POLL_SECONDS, QUEUE, ModelCache, RunQueue
 from app.runs import (FILES, RUNS_DIR, Run, RunWriter, eval_record, learned_rewards, new_run_id, read_run, run_config,
                       step_record)
 from app.train_lm import format_eval, format_worked_example
@@ -79,8 +79,6 @@ DEVICE_CHOICES = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [
 """Devices offered: CUDA only where a GPU answers."""
 KEEP_SAMPLES = DEFAULTS.keep_samples
 """Newest replies kept per step for display (fewer when a step has fewer prompts)."""
-WAIT_POLL = 0.25
-"""Seconds between looks at the queue or the pause button: a Stop is seen within this time."""
 STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time", "gold")
 EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2", "gold")
 """The curves' columns; "gold" is NaN (drawn as nothing) unless the reward is a learned reward model."""
@@ -665,7 +663,7 @@ class LiveRunPage(pn.viewable.Viewer):
         return [("model", model), ("reward", reward)]
 
     def _fetching(self, state: LiveState, download: Download):
-        """Download on a helper thread, yielding its progress every WAIT_POLL seconds; returns the folder.
+        """Download on a helper thread, yielding its progress every POLL_SECONDS seconds; returns the folder.
 
         A Stop closes this generator at a yield; the helper thread then finishes the
         download into the cache on its own (it cannot be cut short), and the next run finds it there.
@@ -682,7 +680,7 @@ class LiveRunPage(pn.viewable.Viewer):
         worker.start()
         while worker.is_alive():
             yield self._keep(replace(state, phase="downloading", download=(download.name, done[0], download.size)))
-            worker.join(WAIT_POLL)
+            worker.join(POLL_SECONDS)
         if "error" in outcome:
             raise outcome["error"]
         return outcome["folder"]
@@ -710,7 +708,7 @@ class LiveRunPage(pn.viewable.Viewer):
             return
         ticket = self.queue.join(str(device), run_label(settings))
         try:
-            for position in self.queue.places(ticket, WAIT_POLL):
+            for position in self.queue.places(ticket, POLL_SECONDS):
                 yield self._keep(replace(state, phase="queued", position=position))
             folder = new_run_folder(self.runs_dir, settings)
             self.queue.set_run_id(ticket, folder.name)
@@ -722,7 +720,7 @@ class LiveRunPage(pn.viewable.Viewer):
                     yield self._keep(state)
                     while self._paused.is_set():
                         yield self._keep(replace(state, phase="paused"))
-                        time.sleep(WAIT_POLL)
+                        time.sleep(POLL_SECONDS)
         except (ValueError, OSError, RuntimeError) as error:  # e.g. out of memory: the files keep the steps done
             yield self._keep(replace(state, phase="error", message=f"The run stopped: {error}"))
         finally:
