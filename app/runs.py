@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.lm_reinforce import EvalResult, LMSettings, StepResult, worked_example
-from engines.reward_model import REWARD_PREFIX
+from engines.lm_results import EvalResult, StepResult, worked_example
+from engines.lm_settings import REWARD_PREFIX, LMSettings
 
 RUNS_DIR = Path(os.environ.get("FEEDBACK_LAB_RUNS") or "runs")
 """Where new run folders go: $FEEDBACK_LAB_RUNS if set, else runs/."""

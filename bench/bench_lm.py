@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from engines.lm_models import cache_keyword, output_cache
-from engines.lm_reinforce import LMRun, LMSettings
+from engines.lm_reinforce import LMRun
+from engines.lm_settings import LMSettings
 
 
 @torch.no_grad()

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -42,8 +41,9 @@ from engines.lm_models import (
     resolve_device,
 )
 from engines.lm_rewards import load_reward
+from engines.lm_results import EvalResult, Sample, StepResult
 from engines.lm_settings import LMSettings
-from engines.policy_gradient import loo_baseline, returns_to_go
+from engines.policy_gradient import loo_baseline, returns_to_go, shaped_rewards
 from engines.preferences import load_prompts
 from engines.review_corpus import bundled_prompts
 from engines.settings import require
@@ -144,13 +144,6 @@ def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
     return (logp.exp() * (logp - ref_logp)).sum((-1, -2))
 
 
-def shaped_rewards(logp, ref_logp, R, beta: float):
-    """Seed 000 section 6.12: r_t = -beta (logp_t - ref_logp_t) + 1[t = T-1] R, (N, T) and (N,) -> (N, T)."""
-    r = -beta * (logp - ref_logp)
-    r[:, -1] += R
-    return r
-
-
 def loo_advantages(r: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(G, A): reward-to-go G_t and A_t = G_t - b_t, b the leave-one-out mean of the other K-1 replies.
 
@@ -167,119 +160,6 @@ def distinct_n(texts: list[str], n: int) -> float:
     """Distinct-n: unique n-grams of words over all n-grams, pooled over `texts` (words: lower-cased, split on spaces)."""
     grams = [tuple(w[i : i + n]) for w in (t.lower().split() for t in texts) for i in range(len(w) - n + 1)]
     return len(set(grams)) / len(grams) if grams else 0.0
-
-
-# ----------------------------------------------------------------------------- what a run yields
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One reply, token by token, with where it drifts from the reference."""
-
-    prompt: str
-    """The prompt text (a review prompt's first prompt_tokens tokens)."""
-    tokens: tuple[str, ...]
-    """The T reply tokens, each decoded on its own."""
-    log_ratio: tuple[float, ...]
-    """log pi_theta(y_t | s_t) - log pi_ref(y_t | s_t) for each token, nats."""
-    reward: float
-    """R(x, y), log-odds."""
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """The metrics of one training step (the batch it trained on)."""
-
-    step: int
-    """Steps done, 1 to steps."""
-    reward: float
-    """Mean R over the batch's replies, log-odds."""
-    p_positive: float
-    """Mean P(positive) over the batch's replies."""
-    kl: float
-    """k1 estimate of KL(pi_theta || pi_ref) per reply: mean over replies of sum_t log-ratio, nats."""
-    entropy: float
-    """Mean policy entropy per token at the sampled states, nats."""
-    grad_norm: float
-    """Gradient norm before clipping."""
-    loss: float
-    """The REINFORCE loss -(A * logp).mean()."""
-    step_time: float
-    """Wall-clock seconds of this step."""
-    samples: tuple[Sample, ...]
-    """The newest replies, one from each of the first keep_samples prompts."""
-    gold: float | None = None
-    """Mean gold score g of the batch's replies when the reward has one (a learned reward model), else None."""
-
-
-@dataclass(frozen=True)
-class EvalResult:
-    """Seed 000 section 6.11's held-out evaluation, with every reply kept for the worked example."""
-
-    step: int
-    """Training steps done before this evaluation."""
-    reward: float
-    """Mean R, log-odds."""
-    p_positive: float
-    """Mean P(positive)."""
-    kl_exact: float
-    """Exact KL(pi_theta || pi_ref) per reply, summed over the vocabulary and the T positions, nats."""
-    kl: float
-    """k1 estimate of the same KL from the sampled tokens, nats per reply."""
-    entropy: float
-    """Mean policy entropy per token, nats."""
-    ref_perplexity: float
-    """exp(-mean log pi_ref(y_t | s_t)) of the sampled reply tokens under the reference."""
-    distinct_1: float
-    """Unique words over all words of all replies."""
-    distinct_2: float
-    """Unique word pairs over all word pairs."""
-    beta: float
-    """The run's beta, for the worked example's r_t."""
-    prompts: tuple[str, ...]
-    """(N,) the prompt of each reply."""
-    replies: tuple[str, ...]
-    """(N,) each reply's text."""
-    tokens: tuple[tuple[str, ...], ...]
-    """(N, T) each reply's tokens."""
-    logp: np.ndarray
-    """(N, T) log pi_theta of each reply token."""
-    ref_logp: np.ndarray
-    """(N, T) log pi_ref of each reply token."""
-    R: np.ndarray
-    """(N,) reward of each reply."""
-    gold: float | None = None
-    """Mean gold score g of the replies when the reward has one (a learned reward model), else None."""
-
-
-@dataclass(frozen=True)
-class WorkedExample:
-    """Seed 000 section 6.12's token-by-token table for one reply."""
-
-    prompt: str
-    tokens: tuple[str, ...]
-    R: float
-    beta: float
-    logp: np.ndarray
-    """(T,) log pi_theta(y_t | s_t)."""
-    ref_logp: np.ndarray
-    """(T,) log pi_ref(y_t | s_t)."""
-    log_ratio: np.ndarray
-    """(T,) logp - ref_logp; its sum is the k1 KL estimate of this reply."""
-    r: np.ndarray
-    """(T,) shaped reward r_t; sums to R - beta * sum(log_ratio)."""
-    G: np.ndarray
-    """(T,) reward-to-go G_t; G_0 is the shaped reward of the whole reply."""
-
-
-def worked_example(result: EvalResult, i: int = 0) -> WorkedExample:
-    """The worked-example table of held-out reply `i` (seed 000 section 6.12)."""
-    logp, ref_logp = result.logp[i], result.ref_logp[i]
-    r = shaped_rewards(logp[None], ref_logp[None], result.R[i], result.beta)  # (1, T)
-    return WorkedExample(
-        prompt=result.prompts[i], tokens=result.tokens[i], R=float(result.R[i]), beta=result.beta,
-        logp=logp, ref_logp=ref_logp, log_ratio=logp - ref_logp, r=r[0], G=returns_to_go(r)[0],
-    )
 
 
 # ----------------------------------------------------------------------------- the run

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from engines.lm_models import autocast, from_pretrained
+from engines.lm_settings import REWARD_PREFIX
 
 VADER_CLIP = 1e-3
 """P(positive) from VADER is kept in [VADER_CLIP, 1 - VADER_CLIP], so |R| <= logit(1 - VADER_CLIP) = 6.91."""
@@ -108,8 +109,8 @@ def load_reward(name: str, device: torch.device | str = "cpu") -> Reward:
     """
     if name in REWARDS:
         return REWARDS[name](device)
-    from engines.reward_model import REWARD_PREFIX, LearnedReward  # here, not above: it builds on the live run's engine
-
     if name.startswith(REWARD_PREFIX):
+        from engines.reward_model import LearnedReward  # here, not above: it builds on the live run's engine
+
         return LearnedReward.from_name(name, device)
     return ClassifierReward(name, device)

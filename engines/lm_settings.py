@@ -20,6 +20,8 @@ DEVICES = ("auto", "cpu", "cuda")
 """Device choices: 'auto' is CUDA where available, else the CPU; 'cuda:N' is also accepted."""
 PROMPT_SETS = ("reviews", "feelings")
 """'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.preferences)."""
+REWARD_PREFIX = "reward-model:"
+"""Reward names of the form 'reward-model:PATH' load the reward model saved at PATH (engines.reward_model)."""
 SEED_LR = 2e-5
 """The seed's learning rate for GPT-2 small (124M parameters)."""
 MODEL_LR = {EMBEDDED: 7e-5}

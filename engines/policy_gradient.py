@@ -73,6 +73,13 @@ def batch_mean_baseline(returns, axis: int = 0):
     return _sum_keep(returns, axis) / N  # length 1 along `axis`; broadcasts against returns
 
 
+def shaped_rewards(logp, ref_logp, R, beta: float):
+    """Seed 000 section 6.12: r_t = -beta (logp_t - ref_logp_t) + 1[t = T-1] R, (N, T) and (N,) -> (N, T)."""
+    r = -beta * (logp - ref_logp)
+    r[:, -1] += R
+    return r
+
+
 def reinforce_loss(logp, returns, baseline=0.0):
     """Per-token REINFORCE loss, seed 001 equations 6 and 10 (section 5's code).
 

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engines.bradley_terry import Normalizer, bt_loss, fit_normalizer, oracle_accuracy
+from engines.lm_settings import REWARD_PREFIX
 from engines.preferences import TAU_LABEL, PreferencePairs, gold_score, prompt_table, relabel, split_pairs
 from engines.settings import finite, require
 
@@ -487,10 +488,6 @@ def load_reward_model(path, device: str = "cpu") -> TrainedRewardModel:
 
 
 # --- a reward of the live run ---------------------------------------------------------------------------------
-
-REWARD_PREFIX = "reward-model:"
-"""Reward names of the form 'reward-model:PATH' load the reward model saved at PATH."""
-
 
 class LearnedReward:
     """A saved reward model as a reward of the live run (engines.lm_rewards' interface), g alongside.

@@ -23,6 +23,7 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, CustomJSTickFormatter, DataRange1d, FactorRange, HoverTool, Range1d, Span
 from bokeh.transform import dodge
 
+import app.runs
 from app.run_queue import QUEUE, RunQueue, on_device, told_waiting
 from engines.kl_optimal import (
     REFERENCE,
@@ -292,8 +293,6 @@ def run_source(run) -> dict:
 
 def live_runs(root: Path | str | None = None):
     """The run folders under `root` (default: the live-run page's) that have held-out evaluations, oldest first."""
-    import app.runs  # here, not above: it imports the live run's engine, and with it torch
-
     return [run for run in app.runs.list_runs(app.runs.RUNS_DIR if root is None else root)
             if any("kl_exact" in e for e in run.evals)]
 

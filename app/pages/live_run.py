@@ -57,10 +57,10 @@ from app.runs import (FILES, RUNS_DIR, Run, RunWriter, eval_record, learned_rewa
 from app.train_lm import format_eval, format_worked_example
 from engines.lm_models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch,
                                resolve_device)
-from engines.lm_reinforce import EvalResult, LMRun, Sample, StepResult, worked_example
-from engines.lm_settings import LMSettings, default_lr
+from engines.lm_reinforce import LMRun
+from engines.lm_results import EvalResult, Sample, StepResult, worked_example
 from engines.lm_rewards import REWARDS, SEED_CLASSIFIER
-from engines.reward_model import REWARD_PREFIX
+from engines.lm_settings import REWARD_PREFIX, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow

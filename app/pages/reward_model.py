@@ -26,9 +26,9 @@ from app.preferences_cli import probe_rows
 from app.run_queue import MODELS, QUEUE, ModelCache, Queued, RunQueue, on_device, told_waiting
 from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
 from engines.lm_models import EMBEDDED, ModelNotAvailable, resolve_device
+from engines.lm_settings import REWARD_PREFIX
 from engines.preferences import TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
 from engines.reward_model import (
-    REWARD_PREFIX,
     RewardModelSettings,
     TauSweepRow,
     TrainedRewardModel,

@@ -171,7 +171,8 @@ def write_run(root, name, evals, **settings):
     import dataclasses
 
     from app.runs import RunWriter
-    from engines.lm_reinforce import EvalResult, LMSettings
+    from engines.lm_results import EvalResult
+    from engines.lm_settings import LMSettings
 
     base = EvalResult(step=0, reward=0.0, p_positive=0.5, kl_exact=0.0, kl=0.0, entropy=0.8, ref_perplexity=2.0,
                       distinct_1=0.5, distinct_2=0.9, beta=settings.get("beta", 0.05), prompts=("A prompt",),
@@ -206,7 +207,8 @@ def test_the_page_module_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, app.pages.kl; assert 'torch' not in sys.modules, 'torch was imported'"
+    code = ("import sys, app.pages.kl; app.pages.kl.KLPage(query={}); "
+            "assert 'torch' not in sys.modules, 'torch was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
 

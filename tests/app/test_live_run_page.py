@@ -18,7 +18,7 @@ from app.pages.live_run import DEVICE_CHOICES, LIMITED, RATIO_PALETTE, LiveRunPa
 from app.run_queue import MODELS, RunQueue
 from app.runs import REWARD_MODELS, RunWriter, read_run
 from engines.lm_models import EMBEDDED_DIR
-from engines.lm_reinforce import EvalResult, Sample, StepResult, worked_example
+from engines.lm_results import EvalResult, Sample, StepResult, worked_example
 from engines.lm_settings import LMSettings, default_lr
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}

@@ -15,19 +15,18 @@ from hypothesis import strategies as st
 
 from engines.lm_reinforce import (
     BANNED_LOGIT,
-    EvalResult,
     ban,
     distinct_n,
     exact_kl,
     loo_advantages,
     reply_logits,
     sample_replies,
-    shaped_rewards,
     token_entropy,
     token_logp,
-    worked_example,
 )
+from engines.lm_results import EvalResult, worked_example
 from engines.lm_settings import SEED_LR, LMSettings, default_lr
+from engines.policy_gradient import shaped_rewards
 
 EOS = 3
 
