@@ -1,12 +1,14 @@
 """Open and close every page many times: the server's resident memory before and after.
 
-    python -m bench.soak [--cycles 50] [--json]
+    python -m bench.soak [--cycles 50] [--warmup 10] [--pages ROUTE ...] [--json]
 
 starts `python -m app.cli serve` on a free localhost port with room for many sessions and
 closed sessions dropped after 1 s (`--max-sessions 1000 --unused-session-seconds 1`), then
-soaks one page at a time, the index first: two open-and-close cycles of the page to warm up
-(imports, caches, first allocations), the server's resident memory (VmRSS), `--cycles` more
-cycles, and its resident memory again, each read once the closed sessions have been dropped.
+soaks one page at a time, the index first: `--warmup` open-and-close cycles of the page to warm
+up (imports, caches, first allocations: on the bandit and toy-target pages memory still climbed
+through the first ten cycles, then stayed flat), the server's resident memory (VmRSS), `--cycles`
+more cycles, and its resident memory again, each read once the closed sessions have been dropped
+and the server has handed their freed memory back (app.server.trim_freed_memory).
 A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
 websocket, the document, the document-ready event that starts the page's onload work), moves
 one of its sliders if it has one, waits until the server has sent nothing for half a second
@@ -22,11 +24,13 @@ import json
 import time
 
 from app.pages import available_pages
+from app.server import TRIM_SECONDS
 from bench.load_test import PageSession, resident_mb, server_log_problems
 from tests.servers import Server, start_server, stop_server
 
-DROPPED_AFTER = 2.5
-"""Seconds after a close before memory is read: the 1 s lifetime, plus the 1 s between Bokeh's looks for expired sessions."""
+DROPPED_AFTER = 2.5 + TRIM_SECONDS
+"""Seconds after a close before memory is read: the 1 s lifetime, the 1 s between Bokeh's looks for expired
+sessions, and one period of the server's return of freed memory."""
 
 
 MOVE_TIMEOUT = 10.0
@@ -51,8 +55,8 @@ async def cycle(base: str, route: str) -> bool:
         await session.close()
 
 
-async def soak_page(server: Server, route: str, cycles: int) -> dict:
-    for _ in range(2):
+async def soak_page(server: Server, route: str, cycles: int, warmup: int) -> dict:
+    for _ in range(warmup):
         await cycle(server.url, route)
     await asyncio.sleep(DROPPED_AFTER)
     before, started = resident_mb(server.process.pid)["VmRSS"], time.monotonic()
@@ -65,21 +69,23 @@ async def soak_page(server: Server, route: str, cycles: int) -> dict:
             "seconds_per_cycle": (time.monotonic() - started) / cycles}
 
 
-async def soak(server: Server, cycles: int) -> dict:
-    routes = [""] + [p.route for p in available_pages()]
-    pages = [await soak_page(server, route, cycles) for route in routes]
-    return {"cycles": cycles, "pages": pages, "first_mb": pages[0]["before_mb"], "last_mb": pages[-1]["after_mb"],
+async def soak(server: Server, cycles: int, warmup: int, routes: list[str]) -> dict:
+    pages = [await soak_page(server, route, cycles, warmup) for route in routes]
+    return {"cycles": cycles, "warmup": warmup, "pages": pages, "first_mb": pages[0]["before_mb"], "last_mb": pages[-1]["after_mb"],
             "total_growth_mb": pages[-1]["after_mb"] - pages[0]["before_mb"], "peak_mb": resident_mb(server.process.pid)["VmHWM"]}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=50, help="open-and-close cycles of each page after its warm-up (default: 50)")
+    parser.add_argument("--warmup", type=int, default=10, help="open-and-close cycles of each page before the first reading (default: 10)")
+    parser.add_argument("--pages", nargs="+", metavar="ROUTE", help="soak only these routes ('' is the index; default: the index and every page)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    routes = args.pages if args.pages is not None else [""] + [p.route for p in available_pages()]
     server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1", env={"OMP_NUM_THREADS": "1"})
     try:
-        report = asyncio.run(soak(server, args.cycles))
+        report = asyncio.run(soak(server, args.cycles, args.warmup, routes))
         report["server_log_problems"] = server_log_problems(server.log())
         report["server_log"] = str(server.log_path)
     finally:
@@ -87,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(report, indent=1))
         return
-    print(f"memory soak: {args.cycles} open-and-close cycles of each page after 2 to warm up; server resident memory (VmRSS)")
+    print(f"memory soak: {args.cycles} open-and-close cycles of each page after {args.warmup} to warm up; server resident memory (VmRSS)")
     for page in report["pages"]:
         print(f"  /{page['route']}: {page['before_mb']:.1f} MB -> {page['after_mb']:.1f} MB ({page['growth_mb']:+.1f} MB), "
               f"{page['seconds_per_cycle']:.2f} s per cycle" + (f", {page['unanswered_moves']} moves without a plot change" if page["unanswered_moves"] else ""))

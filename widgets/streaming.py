@@ -121,6 +121,8 @@ class StreamingRun:
                     return
             finished = not stop.is_set()
         except Exception as error:  # a bug or a resource error of one job must not reach the server or other sessions
+            if stop.is_set():  # told to stop (replaced, tab closed, the process exiting and tearing torch down): no one waits
+                return
             LOG.exception("A job of %s failed", getattr(steps, "__qualname__", repr(steps)))
             message = FAILED.format(kind=type(error).__name__)
         finally:

@@ -168,15 +168,25 @@ def generate(settings: PairSettings, queue: RunQueue = QUEUE, models: ModelCache
         return
     try:
         policy, tokenizer = language_model()
-        device = str(next(policy.parameters()).device)
-        progress = None
-        for progress in on_device(queue, device, f"reward models · {settings.pairs} pairs", iter_make_pairs(settings, policy, tokenizer)):
-            yield progress
     except (ModelNotAvailable, ValueError) as error:
         yield Failed(str(error))
         return
-    if progress is not None and not isinstance(progress, Queued) and progress.pairs is not None:
-        models.keep(key, progress.pairs)
+
+    def sample() -> Iterator:
+        kept = models.result(key)  # made by another session while this one waited in line
+        if kept is not None:
+            yield kept
+            return
+        for progress in iter_make_pairs(settings, policy, tokenizer):
+            yield progress
+            if progress.pairs is not None:
+                models.keep(key, progress.pairs)
+
+    device = str(next(policy.parameters()).device)
+    try:
+        yield from on_device(queue, device, f"reward models · {settings.pairs} pairs", sample())
+    except ValueError as error:
+        yield Failed(str(error))
 
 
 # --- training and the sweep, as snapshots for the plots ---------------------------------------------------------
@@ -212,12 +222,23 @@ def training_views(pairs: PreferencePairs, settings: RewardModelSettings) -> Ite
 
 def train_queued(pairs: PreferencePairs, settings: RewardModelSettings, key: tuple | None,
                  queue: RunQueue = QUEUE, models: ModelCache = MODELS) -> Iterator:
-    """`training_views` once the CPU is free in the server's queue; the finished view is kept under `key` (unless None)."""
-    label = f"reward models · training {settings.steps} steps"
-    for view in on_device(queue, TRAINING_DEVICE, label, training_views(pairs, settings)):
-        yield view
-        if key is not None and isinstance(view, TrainingView) and view.trained is not None:
-            models.keep(key, view)
+    """`training_views` once the CPU is free in the server's queue; the finished view is kept under `key` (unless None).
+
+    A learner who waited in line behind another's training of the same pairs and settings gets
+    that one's result when the turn comes, instead of training it again.
+    """
+
+    def train() -> Iterator[TrainingView]:
+        kept = None if key is None else models.result(key)  # trained by another session while this one waited in line
+        if kept is not None:
+            yield replace(kept, pairs=pairs)
+            return
+        for view in training_views(pairs, settings):
+            yield view
+            if key is not None and view.trained is not None:
+                models.keep(key, view)
+
+    yield from on_device(queue, TRAINING_DEVICE, f"reward models · training {settings.steps} steps", train())
 
 
 @dataclass(frozen=True, eq=False)

@@ -187,6 +187,16 @@ def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page):
     assert not pg.train_run.notice.visible and make_page.queue.overview() == []  # its place is left when it ends
 
 
+def test_learners_queued_behind_the_same_training_get_its_result(make_page):
+    run = make_page.queue.join("cpu", "a language-model run")
+    first, second = make_page({"steps": "20"}), make_page({"steps": "20"})  # a room opening the page at once
+    wait(lambda: first.train_run.notice.visible and second.train_run.notice.visible)
+    assert [q.waiting for q in make_page.queue.overview()] == [("reward models · training 20 steps",) * 2]
+    make_page.queue.leave(run)
+    wait(lambda: first.trained is not None and second.trained is not None)
+    assert second.trained is first.trained  # trained once, by the first in line
+
+
 def test_a_closed_page_leaves_the_queue(make_page):
     run = make_page.queue.join("cpu", "a language-model run")
     pg = make_page({"steps": "20"})
