@@ -24,7 +24,7 @@ from bokeh.models import ColumnDataSource, CustomJSTickFormatter, DataRange1d, F
 from bokeh.transform import dodge
 
 import app.runs
-from app.run_queue import QUEUE, RunQueue, on_device, told_waiting
+from app.run_queue import MODELS, QUEUE, Queued, RunQueue, on_device, told_waiting
 from engines.kl_optimal import (
     REFERENCE,
     WORDS,
@@ -323,7 +323,6 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int, queue: R
 
     Runs on the worker thread; torch is imported here, when a frontier is first asked for.
     """
-    from app.run_queue import MODELS, Queued
     from engines.lm_frontier import LMFrontier
     from engines.lm_models import ModelNotAvailable, resolve_device
 
