@@ -1,9 +1,11 @@
 """The app's frame without a browser: routes from the pages present, URL parsing, widgets."""
 
+import logging
 import os
 import threading
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import panel as pn
 import param
@@ -170,3 +172,42 @@ def test_the_server_returns_freed_memory_on_one_thread_however_often_asked():
     assert len(trimmers) == 1 and trimmers[0].daemon
     time.sleep(0.2)
     assert trimmers[0].is_alive()  # trimming (several times by now) does not end or break the thread
+
+
+def _record(name: str, error: BaseException | None, level: int = logging.ERROR, msg: str = "Future exception was never retrieved"):
+    exc_info = (type(error), error, error.__traceback__) if error is not None else None
+    return logging.LogRecord(name, level, __file__, 1, msg, (), exc_info)
+
+
+def _raised(error: BaseException) -> BaseException:
+    try:
+        raise error
+    except BaseException as caught:
+        return caught
+
+
+def test_a_websocket_closed_mid_message_is_one_info_line_and_other_errors_keep_their_traceback():
+    from tornado.iostream import StreamClosedError
+    from tornado.websocket import WebSocketClosedError
+
+    from bokeh.server.connection import ServerConnection
+
+    from app.server import ClosedConnectionFilter
+
+    quiet = ClosedConnectionFilter()
+    for error in (WebSocketClosedError(), StreamClosedError()):
+        record = _record("asyncio", _raised(error))
+        assert quiet.filter(record)
+        assert (record.levelno, record.exc_info) == (logging.INFO, None)
+        assert type(error).__name__ in record.getMessage() and "\n" not in record.getMessage()
+    try:  # Bokeh's assertion, from a message that reaches a connection whose session is gone
+        ServerConnection.session.fget(SimpleNamespace(_session=None))
+    except AssertionError as error:
+        record = _record("bokeh.server.views.ws", error)
+    assert quiet.filter(record) and (record.levelno, record.exc_info) == (logging.INFO, None)
+    warning = _record("bokeh.server.views.ws", None, logging.WARNING, "Failed sending message as connection was closed")
+    assert quiet.filter(warning) and warning.levelno == logging.INFO
+    for error in (ValueError("a bug"), AssertionError("an assertion of the app's own")):
+        record = _record("tornado.application", _raised(error))
+        assert quiet.filter(record)
+        assert record.levelno == logging.ERROR and record.exc_info[1] is error
