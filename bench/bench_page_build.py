@@ -1,11 +1,16 @@
 """What one page visit costs the server: building the page and its Bokeh document, in one process.
 
-    python -m bench.bench_page_build [--repeats 3]
+    python -m bench.bench_page_build [--repeats 3] [--pages ROUTE ...] [--revealed]
 
-For each analytic page: the page in its template (`app.server.build_page`), the template's
-Bokeh document (`server_doc`, which creates every Bokeh model), and that document as JSON (what
-the browser is sent); the median of `--repeats` visits after one to warm up, and the number of
-Bokeh models. The live-run and reward-model pages are left out: their visits start model work.
+For the index and each analytic page: the page in its template (`app.server.build_page`), the
+template's Bokeh document (`server_doc`, which creates every Bokeh model), and that document as
+JSON (what the browser is sent); the median of `--repeats` visits after one to warm up, and the
+number of Bokeh models. Each visit is built with its document as Panel's current document, as a
+server session is (Panel then shares one stylesheet model per document instead of one per
+component). A first visit opens with the guided prompts on and nothing answered; `--revealed`
+times the page with every prediction card answered too (a learner who comes back: its guarded
+parts are then built as well). The live-run and reward-model pages are left out: their visits
+start model work.
 """
 
 from __future__ import annotations
@@ -13,42 +18,73 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from contextlib import contextmanager
 
 from bokeh.document import Document
+from panel.io.state import set_curdoc
 
 from app.pages import available_pages
-from app.server import build_page, route_link
+from app.server import build_index, build_page, route_link
+from widgets.predict import Guide
 
 SKIPPED = ("live-run", "reward-model")
 """Pages whose visit starts model work, which would be timed with the page."""
 
 
-def visit(info, pages) -> tuple[float, float, float, int]:
-    """Seconds to build the page, to build its document and to serialise it; the document's model count."""
+@contextmanager
+def prompts(on: bool):
+    """Every Guide made inside starts with its prompts `on` or off (off: every guarded part is shown, as once answered)."""
+    before = Guide.prompts
+    Guide.prompts = on
+    try:
+        yield
+    finally:
+        Guide.prompts = before
+
+
+def visit(build, revealed: bool = False) -> tuple[float, float, float, int]:
+    """Seconds of CPU to build the page, to build its document and to serialise it; the document's model count."""
     doc = Document()
-    start = time.perf_counter()
-    template = build_page(info, pages, route_link)
-    built = time.perf_counter()
-    template.server_doc(doc)
-    documented = time.perf_counter()
-    doc.to_json()
-    return built - start, documented - built, time.perf_counter() - documented, len(list(doc.models))
+    with set_curdoc(doc), prompts(not revealed):
+        start = time.process_time()
+        template = build()
+        built = time.process_time()
+        template.server_doc(doc)
+        documented = time.process_time()
+        doc.to_json()
+        done = time.process_time()
+    return built - start, documented - built, done - documented, len(list(doc.models))
+
+
+def measure(build, repeats: int, revealed: bool = False) -> tuple[float, float, float, int]:
+    """The median of `repeats` visits after one to warm up, and the model count."""
+    visit(build, revealed)
+    times = [visit(build, revealed) for _ in range(repeats)]
+    build_s, document_s, serialise_s = (statistics.median(t[i] for t in times) for i in range(3))
+    return build_s, document_s, serialise_s, times[-1][3]
+
+
+def builders(routes: list[str] | None = None) -> dict[str, object]:
+    """Route -> a function building one visit of it ("" is the index), the analytic pages only."""
+    pages = available_pages()
+    table = {"": lambda: build_index(pages, route_link)}
+    for info in pages:
+        if info.route not in SKIPPED:
+            table[info.route] = lambda info=info: build_page(info, pages, route_link)
+    return {route: build for route, build in table.items() if routes is None or route in routes}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed visits of each page (default: 3)")
+    parser.add_argument("--pages", nargs="*", default=None, help="routes to time (default: the index and every analytic page; '' is the index)")
+    parser.add_argument("--revealed", action="store_true", help="time each page with every prediction card answered")
     args = parser.parse_args(argv)
-    pages = available_pages()
     print("page visit, server CPU: build the page / its Bokeh document / the document as JSON (median)")
-    for info in pages:
-        if info.route in SKIPPED:
-            continue
-        visit(info, pages)
-        times = [visit(info, pages) for _ in range(args.repeats)]
-        build, document, serialise = (statistics.median(t[i] for t in times) for i in range(3))
-        print(f"  /{info.route}: {build * 1000:.0f} / {document * 1000:.0f} / {serialise * 1000:.0f} ms, "
-              f"total {(build + document + serialise):.2f} s, {times[-1][3]} Bokeh models")
+    for route, build in builders(args.pages).items():
+        build_s, document_s, serialise_s, models = measure(build, args.repeats, args.revealed)
+        print(f"  /{route}: {build_s * 1000:.0f} / {document_s * 1000:.0f} / {serialise_s * 1000:.0f} ms, "
+              f"total {(build_s + document_s + serialise_s):.2f} s, {models} Bokeh models")
 
 
 if __name__ == "__main__":
