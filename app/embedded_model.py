@@ -3,7 +3,7 @@
 The live run of seed 000 section 6.11 needs a language model that continues the start of a
 movie review. GPT-2 cannot be downloaded on the machines this project runs on, so the project
 ships its own: a small GPT-2-architecture model (transformers' GPT2LMHeadModel) trained from
-scratch on reviews written by `engines.review_corpus`. This script makes it, reproducibly:
+scratch on reviews written by `engines.lm.review_corpus`. This script makes it, reproducibly:
 
 1. writes the training reviews (seeded) and the bundled prompts (train and held-out openings);
 2. trains a byte-level BPE tokenizer on the reviews with the `tokenizers` library;
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engines.review_corpus import PROMPTS_DIR, openings, reviews
+from engines.lm.review_corpus import PROMPTS_DIR, openings, reviews
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "assets" / "models" / "embedded"

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from app.options import add_settings_options, settings_from_args
-from engines.preferences import PairSettings, iter_make_pairs, load_pairs, save_pairs
-from engines.reward_model import (
+from engines.lm.preferences import PairSettings, iter_make_pairs, load_pairs, save_pairs
+from engines.lm.reward_model import (
     RewardModelSettings,
     iter_train_reward_model,
     load_reward_model,
@@ -45,7 +45,7 @@ def add_make_pairs_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_make_pairs(args: argparse.Namespace) -> int:
     """Sample, score, label and save the pairs; progress on stderr, a summary on stdout."""
-    from engines.lm_models import ModelNotAvailable
+    from engines.lm.models import ModelNotAvailable
 
     try:
         settings = settings_from_args(PairSettings, args)
@@ -79,7 +79,7 @@ def add_train_reward_arguments(parser: argparse.ArgumentParser) -> None:
 
 def probe_rows(trained) -> list[dict]:
     """The probe table, when the language model's tokenizer is on this machine; else an empty list."""
-    from engines.lm_models import ModelNotAvailable, from_pretrained
+    from engines.lm.models import ModelNotAvailable, from_pretrained
 
     try:
         from transformers import AutoTokenizer

@@ -244,13 +244,13 @@ class ModelCache:
 
     def model(self, name: str, device, source: str | None = None):
         """(model, tokenizer) of causal LM `name` on `device`, loaded once, from `source` if given (a downloaded folder)."""
-        from engines.lm_models import load_causal_lm
+        from engines.lm.models import load_causal_lm
 
         return self.get(("model", name, str(device)), lambda: load_causal_lm(source or name, device))
 
     def reward(self, name: str, device, source: str | None = None):
         """The reward `name` on `device`, loaded once, from `source` if given (a downloaded classifier's folder)."""
-        from engines.lm_rewards import load_reward
+        from engines.lm.rewards import load_reward
 
         return self.get(("reward", name, str(device)), lambda: load_reward(source or name, device))
 

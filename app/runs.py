@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.lm_results import EvalResult, StepResult, worked_example
-from engines.lm_settings import REWARD_PREFIX, LMSettings
+from engines.lm.results import EvalResult, StepResult, worked_example
+from engines.lm.settings import REWARD_PREFIX, LMSettings
 
 RUNS_DIR = Path(os.environ.get("FEEDBACK_LAB_RUNS") or "runs")
 """Where new run folders go: $FEEDBACK_LAB_RUNS if set, else runs/."""
@@ -177,7 +177,7 @@ def learned_rewards(root: Path | str | None = None) -> list[str]:
 
 
 def run_config(settings: LMSettings, lm) -> dict:
-    """config.json of a run (`lm` an engines.lm_reinforce.LMRun): its settings and what it ran on."""
+    """config.json of a run (`lm` an engines.lm.reinforce.LMRun): its settings and what it ran on."""
     return {
         "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
         "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),

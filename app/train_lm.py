@@ -13,10 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from engines.lm_models import ModelNotAvailable
-from engines.lm_reinforce import LMRun
-from engines.lm_results import EvalResult, WorkedExample, worked_example
-from engines.lm_settings import REWARD_PREFIX, LMSettings
+from engines.lm.models import ModelNotAvailable
+from engines.lm.reinforce import LMRun
+from engines.lm.results import EvalResult, WorkedExample, worked_example
+from engines.lm.settings import REWARD_PREFIX, LMSettings
 
 from app.options import add_settings_options, settings_from_args
 from app.runs import RUNS_DIR, RunWriter, new_run_id, run_config

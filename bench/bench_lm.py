@@ -12,7 +12,7 @@ so the machine's load falls on both alike.
 The engine does the same three passes with less work: each prompt goes through a model once
 and its key-value cache serves its K replies (the seed runs it K times in each pass), the last
 reply token is never fed forward, and log pi is gathered against one logsumexp instead of a
-whole (N, T, V) log_softmax. The gradient is the same (tests/engines/test_lm_reinforce.py).
+whole (N, T, V) log_softmax. The gradient is the same (tests/engines/lm/test_sampling.py).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from engines.lm_models import cache_keyword, output_cache
-from engines.lm_reinforce import LMRun
-from engines.lm_settings import LMSettings
+from engines.lm.models import cache_keyword, output_cache
+from engines.lm.reinforce import LMRun
+from engines.lm.settings import LMSettings
 
 
 @torch.no_grad()
@@ -126,7 +126,7 @@ def gpt2_small_run(device: str, steps: int, layers: int = 12) -> LMRun:
     """GPT-2 small's architecture with random weights (no download), at the seed's batch."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from engines.lm_models import load_causal_lm
+    from engines.lm.models import load_causal_lm
 
     _, tokenizer = load_causal_lm("embedded", torch.device("cpu"))
     torch.manual_seed(0)

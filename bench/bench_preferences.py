@@ -6,9 +6,9 @@ import time
 
 import torch
 
-from engines.lm_models import load_causal_lm
-from engines.preferences import PairSettings, make_pairs
-from engines.reward_model import RewardModelSettings, train_reward_model
+from engines.lm.models import load_causal_lm
+from engines.lm.preferences import PairSettings, make_pairs
+from engines.lm.reward_model import RewardModelSettings, train_reward_model
 
 
 def main() -> None:

@@ -39,7 +39,7 @@ from engines.kl_optimal import (
     optimal_policy,
     sampled_frontier,
 )
-from engines.lm_settings import LMFrontierSettings
+from engines.lm.settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
@@ -323,8 +323,8 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int, queue: R
 
     Runs on the worker thread; torch is imported here, when a frontier is first asked for.
     """
-    from engines.lm_frontier import LMFrontier
-    from engines.lm_models import ModelNotAvailable, resolve_device
+    from engines.lm.frontier import LMFrontier
+    from engines.lm.models import ModelNotAvailable, resolve_device
 
     yield FrontierView(total=prompts, samples=samples)
     try:

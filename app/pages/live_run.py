@@ -3,7 +3,7 @@
 Start a run and watch it happen: each training step samples K replies to each prompt,
 scores them with a sentiment reward, and ascends the REINFORCE estimate with per-token
 shaped rewards r_t = -beta (log pi - log ref) + [t = T-1] R and a leave-one-out baseline
-(engines/lm_reinforce.py). The page draws the reward, P(positive), the KL to the reference,
+(engines/lm/reinforce.py). The page draws the reward, P(positive), the KL to the reference,
 the entropy and the held-out distinct-n as the run goes, shades each token of the newest
 replies by its log-ratio to the reference, and shows the seed's held-out `[eval]` table and
 its token-by-token worked example.
@@ -55,12 +55,12 @@ from app.run_queue import MODELS, POLL_SECONDS, QUEUE, ModelCache, RunQueue
 from app.runs import (FILES, RUNS_DIR, Run, RunWriter, eval_record, learned_rewards, new_run_id, read_run, run_config,
                       step_record)
 from app.train_lm import format_eval, format_worked_example
-from engines.lm_models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch,
+from engines.lm.models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch,
                                resolve_device)
-from engines.lm_reinforce import LMRun
-from engines.lm_results import EvalResult, Sample, StepResult, worked_example
-from engines.lm_rewards import REWARDS, SEED_CLASSIFIER
-from engines.lm_settings import REWARD_PREFIX, LMSettings, default_lr
+from engines.lm.reinforce import LMRun
+from engines.lm.results import EvalResult, Sample, StepResult, worked_example
+from engines.lm.rewards import REWARDS, SEED_CLASSIFIER
+from engines.lm.settings import REWARD_PREFIX, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow

@@ -25,10 +25,10 @@ import app.runs as runs
 from app.preferences_cli import probe_rows
 from app.run_queue import MODELS, QUEUE, ModelCache, Queued, RunQueue, on_device, told_waiting
 from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
-from engines.lm_models import EMBEDDED, ModelNotAvailable, resolve_device
-from engines.lm_settings import REWARD_PREFIX
-from engines.preferences import TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
-from engines.reward_model import (
+from engines.lm.models import EMBEDDED, ModelNotAvailable, resolve_device
+from engines.lm.settings import REWARD_PREFIX
+from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
+from engines.lm.reward_model import (
     RewardModelSettings,
     TauSweepRow,
     TrainedRewardModel,
@@ -64,7 +64,7 @@ RESTART_DELAY_MS = 300
 TRAINING_TEXT = '<p class="fl-train-summary">Training…</p>'
 """What the training summary says until the reward model is trained."""
 TRAINING_DEVICE = "cpu"
-"""Where the reward model trains (engines.reward_model trains on the CPU): the queue it waits in."""
+"""Where the reward model trains (engines.lm.reward_model trains on the CPU): the queue it waits in."""
 CONTROLS = ("pairs", "tau_label", "seed", "pair", "steps", "min_count", "train_seed")
 """Every control, in the order of the query string."""
 TRAINING = {"steps", "min_count", "train_seed"}
@@ -251,7 +251,7 @@ class SweepView:
 
 
 def sweep_views(pairs: PreferencePairs, taus, settings: RewardModelSettings, label_seed: int) -> Iterator[SweepView]:
-    """engines.reward_model's stretch (relabel at each tau_label, retrain), reported after every training report,
+    """engines.lm.reward_model's stretch (relabel at each tau_label, retrain), reported after every training report,
     so that Stop takes effect within one report rather than one whole training."""
     rows = []
     for i, tau in enumerate(taus):

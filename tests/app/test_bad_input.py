@@ -175,7 +175,7 @@ def test_the_live_run_page_lists_damaged_runs_as_interrupted(app_server, tmp_pat
 @pytest.mark.parametrize("model", ["/", "..", "../../etc", "a/../../b", "/etc/passwd", "C:\\x\\..\\y", "x\x00y"])
 def test_a_run_folder_from_any_model_name_stays_one_folder_under_the_runs_root(model, tmp_path):
     from app.runs import new_run_id
-    from engines.lm_settings import LMSettings
+    from engines.lm.settings import LMSettings
 
     try:
         settings = LMSettings(model=model)

@@ -171,8 +171,8 @@ def write_run(root, name, evals, **settings):
     import dataclasses
 
     from app.runs import RunWriter
-    from engines.lm_results import EvalResult
-    from engines.lm_settings import LMSettings
+    from engines.lm.results import EvalResult
+    from engines.lm.settings import LMSettings
 
     base = EvalResult(step=0, reward=0.0, p_positive=0.5, kl_exact=0.0, kl=0.0, entropy=0.8, ref_perplexity=2.0,
                       distinct_1=0.5, distinct_2=0.9, beta=settings.get("beta", 0.05), prompts=("A prompt",),
@@ -192,7 +192,7 @@ def runs_dir(tmp_path):
 
 
 def test_the_section_starts_from_the_engine_defaults():
-    from engines.lm_settings import LMFrontierSettings, LMSettings
+    from engines.lm.settings import LMFrontierSettings, LMSettings
 
     d = LMFrontierSettings()
     assert LM_SOURCE == {k: getattr(LMSettings(), k) for k in LM_SOURCE}  # the live run's defaults, from one definition
@@ -228,7 +228,7 @@ def test_runs_of_the_chosen_model_and_reward_are_drawn(runs_dir):
 
 
 def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(runs_dir):
-    from engines.lm_frontier import LMFrontierSettings, lm_frontier
+    from engines.lm.frontier import LMFrontierSettings, lm_frontier
 
     pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4", "lm_seed": "7"}, runs_dir=runs_dir)
     pg.start_frontier()

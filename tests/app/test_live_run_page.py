@@ -17,9 +17,9 @@ from app.cli import main as cli
 from app.pages.live_run import DEVICE_CHOICES, LIMITED, RATIO_PALETTE, LiveRunPage, eval_lines, page, ratio_colours
 from app.run_queue import MODELS, RunQueue
 from app.runs import REWARD_MODELS, RunWriter, read_run
-from engines.lm_models import EMBEDDED_DIR
-from engines.lm_results import EvalResult, Sample, StepResult, worked_example
-from engines.lm_settings import LMSettings, default_lr
+from engines.lm.models import EMBEDDED_DIR
+from engines.lm.results import EvalResult, Sample, StepResult, worked_example
+from engines.lm.settings import LMSettings, default_lr
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
 """A run of a second or two on two shared cores: evaluations at steps 0, 2 and 3."""
@@ -147,7 +147,7 @@ def test_queue_pause_resume_stop(tmp_path):
 )
 def test_a_hub_model_or_reward_offline_gives_one_sentence_and_the_page_stays_usable(tmp_path, monkeypatch, query, sentence):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr("engines.lm_models.in_cache", lambda name: False)  # whatever this machine's cache holds
+    monkeypatch.setattr("engines.lm.models.in_cache", lambda name: False)  # whatever this machine's cache holds
     pg = tiny_page(tmp_path, **query)
     pg.start()
     pg.runner.join(60)

@@ -14,7 +14,7 @@ from app.preferences_cli import (
     run_train_reward,
 )
 from engines.bradley_terry import bt_prob
-from engines.preferences import (
+from engines.lm.preferences import (
     REPLY_TOKENS,
     PreferencePairs,
     gold_score,
@@ -24,7 +24,7 @@ from engines.preferences import (
     prompt_table,
     save_pairs,
 )
-from engines.reward_model import load_reward_model
+from engines.lm.reward_model import load_reward_model
 
 
 def make_pairs_cli(argv):

@@ -14,8 +14,8 @@ from app.preferences_cli import probe_rows
 from app.run_queue import ModelCache, Queued, RunQueue
 from app.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
-from engines.preferences import PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
-from engines.reward_model import load_reward_model, tau_sweep, train_reward_model
+from engines.lm.preferences import PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
+from engines.lm.reward_model import load_reward_model, tau_sweep, train_reward_model
 
 WORDS = ("wonderful", "superb", "boring", "awful", "the", "garden", "and", "quiet")
 """Each word is one token id (100 + its index) in the small data sets."""

@@ -11,7 +11,7 @@ import pytest
 
 from app.runs import list_runs, read_jsonl, read_run
 from app.train_lm import format_eval, format_worked_example, main
-from engines.lm_results import EvalResult, WorkedExample
+from engines.lm.results import EvalResult, WorkedExample
 
 ROOT = Path(__file__).resolve().parents[2]
 METRIC_KEYS = {"step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time"}
@@ -45,7 +45,7 @@ def test_smoke_run_of_the_embedded_model(tmp_path, capsys):
 
 def test_printed_lines_follow_the_seed():
     e = EvalResult(0, 0.15, 0.520, 0.0, 0.0, 4.12, 91.2, 0.483, 0.936, 0.0, (), (), (), np.zeros((0, 24)), np.zeros((0, 24)), np.zeros(0))
-    from engines.lm_settings import LMSettings
+    from engines.lm.settings import LMSettings
 
     assert format_eval(e, LMSettings()) == (
         "[eval start] 64 held-out prompts x 4: reward +0.15  P(positive) 0.520  KL 0.00 nats/reply  entropy 4.12  "
@@ -116,7 +116,7 @@ def test_records_without_a_gold_score_have_no_gold_key():
     from dataclasses import replace as dataclasses_replace
 
     from app.runs import eval_record, step_record
-    from engines.lm_results import StepResult
+    from engines.lm.results import StepResult
 
     step = StepResult(1, 0.5, 0.6, 0.0, 1.0, 0.1, 0.0, 0.01, ())
     assert "gold" not in step_record(step) and step_record(dataclasses_replace(step, gold=1.5))["gold"] == 1.5

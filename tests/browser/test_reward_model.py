@@ -3,7 +3,7 @@
 from playwright.sync_api import expect
 
 from engines.bradley_terry import oracle_accuracy
-from engines.preferences import PairSettings, make_pairs, split_pairs
+from engines.lm.preferences import PairSettings, make_pairs, split_pairs
 
 QUERY = "?pairs=60&steps=20"
 """Small enough to generate and train in seconds on two cores."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.lm_settings import EMBEDDED, SEED_LR, LMFrontierSettings, LMSettings, LMSource, default_lr
+from engines.lm.settings import EMBEDDED, SEED_LR, LMFrontierSettings, LMSettings, LMSource, default_lr
 from engines.settings import field_docs
 
 
@@ -35,5 +35,5 @@ def test_a_bad_source_setting_is_refused_by_both(cls, bad):
 
 
 def test_the_settings_module_does_not_import_torch():
-    code = "import sys, engines.lm_settings; assert 'torch' not in sys.modules, 'torch was imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+    code = "import sys, engines.lm.settings; assert 'torch' not in sys.modules, 'torch was imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])

@@ -29,8 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from engines.bradley_terry import Normalizer, bt_loss, fit_normalizer, oracle_accuracy
-from engines.lm_settings import REWARD_PREFIX
-from engines.preferences import TAU_LABEL, PreferencePairs, gold_score, prompt_table, relabel, split_pairs
+from engines.lm.models import from_pretrained
+from engines.lm.settings import REWARD_PREFIX
+from engines.lm.preferences import TAU_LABEL, PreferencePairs, gold_score, prompt_table, relabel, split_pairs
 from engines.settings import finite, require
 
 PAD, UNKNOWN, READOUT = 0, 1, 2
@@ -490,7 +491,7 @@ def load_reward_model(path, device: str = "cpu") -> TrainedRewardModel:
 # --- a reward of the live run ---------------------------------------------------------------------------------
 
 class LearnedReward:
-    """A saved reward model as a reward of the live run (engines.lm_rewards' interface), g alongside.
+    """A saved reward model as a reward of the live run (engines.lm.rewards' interface), g alongside.
 
     R(x, y) = (r_phi(x, y) - mu) / sigma (equation 15), the normalised score that an
     optimiser is handed, and P(positive) = sigma(R) as for every reward there. `gold`
@@ -499,9 +500,7 @@ class LearnedReward:
     """
 
     def __init__(self, path, device="cpu"):
-        from transformers import AutoTokenizer
-
-        from engines.lm_models import from_pretrained
+        from transformers import AutoTokenizer  # here, not above: transformers takes seconds to import
 
         self.name = f"{REWARD_PREFIX}{path}"
         self.trained = load_reward_model(path, str(device))

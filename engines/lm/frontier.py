@@ -4,7 +4,7 @@
 pi* = pi_ref exp(R / beta) / Z (Ziegler et al. 2019, page 6, who use it to estimate the best
 reward reachable at each KL). A language model's replies cannot be enumerated, so pi_ref(. | x)
 is replaced by m replies sampled from it, each of weight 1/m, exactly as the live run samples
-(engines/lm_reinforce.py: temperature 1, end-of-text banned, T tokens, the same held-out prompts
+(engines/lm/reinforce.py: temperature 1, end-of-text banned, T tokens, the same held-out prompts
 as its evaluation). On those samples pi* is a softmax of R / beta (engines/kl_optimal.py,
 `sampled_frontier`).
 
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engines.lm_models import load_causal_lm, resolve_device
-from engines.lm_reinforce import context_length, run_prompts, sample_per_prompt
-from engines.lm_rewards import load_reward
-from engines.lm_settings import LMFrontierSettings
+from engines.lm.models import load_causal_lm, resolve_device
+from engines.lm.sampling import context_length, run_prompts, sample_per_prompt
+from engines.lm.rewards import load_reward
+from engines.lm.settings import LMFrontierSettings
 
 ROWS = 256
 """Replies sampled in one batch (whole prompts at a time, at least one prompt): bounds the memory of a batch."""

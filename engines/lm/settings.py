@@ -2,8 +2,8 @@
 
 `LMSource` is what a model's replies depend on: the model, the reward that scores them, the
 reply length, the prompts, the seed and the device. `LMSettings` adds a live REINFORCE run's
-training settings (engines/lm_reinforce.py); `LMFrontierSettings` adds the sampled frontier's
-M prompts and m replies (engines/lm_frontier.py). A run and the frontier drawn under it share
+training settings (engines/lm/reinforce.py); `LMFrontierSettings` adds the sampled frontier's
+M prompts and m replies (engines/lm/frontier.py). A run and the frontier drawn under it share
 one definition of each source setting and its default. Nothing here imports torch, so a page
 can read the defaults without loading it.
 """
@@ -19,9 +19,9 @@ EMBEDDED = "embedded"
 DEVICES = ("auto", "cpu", "cuda")
 """Device choices: 'auto' is CUDA where available, else the CPU; 'cuda:N' is also accepted."""
 PROMPT_SETS = ("reviews", "feelings")
-"""'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.preferences)."""
+"""'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.lm.preferences)."""
 REWARD_PREFIX = "reward-model:"
-"""Reward names of the form 'reward-model:PATH' load the reward model saved at PATH (engines.reward_model)."""
+"""Reward names of the form 'reward-model:PATH' load the reward model saved at PATH (engines.lm.reward_model)."""
 SEED_LR = 2e-5
 """The seed's learning rate for GPT-2 small (124M parameters)."""
 MODEL_LR = {EMBEDDED: 7e-5}

@@ -1,6 +1,6 @@
 """What a live REINFORCE run yields, and the worked example: seed 000 sections 6.11 and 6.12.
 
-`engines.lm_reinforce.LMRun.steps()` yields a `StepResult` per training step and an
+`engines.lm.reinforce.LMRun.steps()` yields a `StepResult` per training step and an
 `EvalResult` per held-out evaluation; `worked_example` turns one held-out reply into the
 seed's token-by-token table. These are plain numbers and numpy arrays, with no torch, so the
 run files can be written and read (app/runs.py) where no model is loaded.

@@ -14,7 +14,7 @@ float arrays of shape (N,): R in log-odds units (0 means 50/50) and P(positive) 
 - `lvwerra/distilbert-imdb`: the seed's classifier, R = logit_pos - logit_neg, as in the seed.
   Any other sequence-classification model (a hub id or a folder) is read the same way.
 - `reward-model:PATH`: a reward model saved by the reward-models page or `feedback-lab
-  train-reward` (engines/reward_model.py), R = (r_phi - mu) / sigma of seed 001 equation 15.
+  train-reward` (engines/lm/reward_model.py), R = (r_phi - mu) / sigma of seed 001 equation 15.
   It also has `gold(prompts, replies)`, the gold score g of the same replies, which the
   live run reports beside R.
 - `register_reward(name, factory)` adds one.
@@ -27,8 +27,9 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
-from engines.lm_models import autocast, from_pretrained
-from engines.lm_settings import REWARD_PREFIX
+from engines.lm.models import autocast, from_pretrained
+from engines.lm.reward_model import LearnedReward
+from engines.lm.settings import REWARD_PREFIX
 
 VADER_CLIP = 1e-3
 """P(positive) from VADER is kept in [VADER_CLIP, 1 - VADER_CLIP], so |R| <= logit(1 - VADER_CLIP) = 6.91."""
@@ -110,7 +111,5 @@ def load_reward(name: str, device: torch.device | str = "cpu") -> Reward:
     if name in REWARDS:
         return REWARDS[name](device)
     if name.startswith(REWARD_PREFIX):
-        from engines.reward_model import LearnedReward  # here, not above: it builds on the live run's engine
-
         return LearnedReward.from_name(name, device)
     return ClassifierReward(name, device)

@@ -14,7 +14,7 @@ labels the pair with equation 12,
     P(y_a > y_b | x) = sigma((g(y_a) - g(y_b)) / tau_label).
 
 The pairs are stored in one .npz file holding token ids, texts, both gold scores and the
-label, which is what the reward model (engines/reward_model.py) trains on.
+label, which is what the reward model (engines/lm/reward_model.py) trains on.
 """
 
 from __future__ import annotations
@@ -27,12 +27,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from engines.bradley_terry import sample_labels
+from engines.lm.models import load_causal_lm, resolve_device
+from engines.lm.prompts import load_prompts, read_lines
+from engines.lm.sampling import sample_replies
 from engines.settings import finite, require
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "preferences"
-PROMPTS_PATH = ASSETS / "prompts.txt"
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "preferences"
 POSITIVE_PATH = ASSETS / "positive.txt"
 NEGATIVE_PATH = ASSETS / "negative.txt"
 
@@ -50,21 +53,10 @@ FILE_FORMAT = "feedback-lab preference pairs 1"
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
 
-def _read_lines(path: Path) -> tuple[str, ...]:
-    lines = (line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines())
-    return tuple(line for line in lines if line and not line.startswith("#"))
-
-
-@functools.cache
-def load_prompts(path: Path = PROMPTS_PATH) -> tuple[str, ...]:
-    """The lab's prompts, one a line: eight-word openings that stop before a feeling."""
-    return _read_lines(path)
-
-
 @functools.cache
 def load_words(path: Path) -> frozenset[str]:
     """A word list (one lower-case word a line) as a set."""
-    return frozenset(word.lower() for word in _read_lines(path))
+    return frozenset(word.lower() for word in read_lines(path))
 
 
 def words(text: str) -> list[str]:
@@ -287,11 +279,6 @@ def iter_make_pairs(settings: PairSettings = PairSettings(), policy=None, tokeni
     given (a model already in memory); otherwise `settings.model` is loaded. Yields a
     PairProgress after each sampled batch.
     """
-    import torch
-
-    from engines.lm_models import load_causal_lm, resolve_device
-    from engines.lm_reinforce import sample_replies
-
     s = settings
     device = resolve_device(s.device)
     if policy is None:

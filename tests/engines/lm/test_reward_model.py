@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engines.bradley_terry import oracle_accuracy
-from engines.preferences import PreferencePairs, gold_score, label_pairs, prompt_table, split_pairs
-from engines.reward_model import (
+from engines.lm.preferences import PreferencePairs, gold_score, label_pairs, prompt_table, split_pairs
+from engines.lm.reward_model import (
     PAD,
     PROBE_REPLIES,
     READOUT,

@@ -31,118 +31,25 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from engines.lm_models import (
-    autocast,
-    cache_keyword,
-    load_causal_lm,
-    output_cache,
-    resolve_device,
+from engines.lm.models import load_causal_lm, resolve_device
+from engines.lm.results import EvalResult, Sample, StepResult
+from engines.lm.rewards import load_reward
+from engines.lm.sampling import (
+    context_length,
+    exact_kl,
+    per_length,
+    reply_logits,
+    run_prompts,
+    sample_per_prompt,
+    token_entropy,
+    token_logp,
 )
-from engines.lm_rewards import load_reward
-from engines.lm_results import EvalResult, Sample, StepResult
-from engines.lm_settings import LMSettings
+from engines.lm.settings import LMSettings
 from engines.policy_gradient import loo_baseline, returns_to_go, shaped_rewards
-from engines.preferences import load_prompts
-from engines.review_corpus import bundled_prompts
-from engines.settings import require
-
-BANNED_LOGIT = -1e9
-"""Logit given to end-of-text: exp underflows to exactly 0 in float32, and 0 * logit stays finite."""
-FEELING_HELDOUT = 64
-"""Lab prompts held out for evaluation (the rest are trained on), as many as the most eval_prompts allows."""
-FEELING_SPLIT_SEED = 0
-"""Seed of the one fixed permutation that splits the lab prompts, so every run holds out the same ones."""
 
 
 # ----------------------------------------------------------------------------- the pieces of one step
-
-
-def ban(logits: torch.Tensor, eos: int | None) -> torch.Tensor:
-    """Set the end-of-text logit to BANNED_LOGIT in place and return `logits` (set, not added: a huge logit is banned too).
-
-    In place, as the seed's `logits[:, EOS] = -inf`, so no copy of a (N, T, V) tensor is made.
-    """
-    if eos is not None:
-        logits[..., eos] = BANNED_LOGIT
-    return logits
-
-
-def prefill(model, x: torch.Tensor, K: int):
-    """The prompt through the model once: (N_p, P) ids -> (its key-value cache repeated for K replies each, (N, V) last logits).
-
-    The K replies to one prompt share its first P positions, so those are computed once per
-    prompt and the cache is repeated, not recomputed K times. Under gradient the repeat is
-    differentiable, so the prompt positions' gradient is the sum over the K replies, exactly
-    as if each row had gone through on its own.
-    """
-    out = model(x, use_cache=True)
-    cache = output_cache(out)
-    if K > 1:
-        cache.batch_repeat_interleave(K)  # (N_p, ...) -> (N, ...), N = N_p K
-    return cache, out.logits[:, -1].repeat_interleave(K, 0)  # (N, V)
-
-
-@torch.inference_mode()
-def sample_replies(model, x: torch.Tensor, T: int, eos: int | None, generator: torch.Generator, K: int = 1) -> torch.Tensor:
-    """Seed 000 section 6.11's `sample`: K replies of T tokens y_t ~ pi(. | s_t) to each prompt, temperature 1, EOS banned.
-
-    `x` is (N_p, P) prompt ids; returns (N_p K, T) reply ids, the K replies to each prompt in
-    consecutive rows. The prompt goes through the model once (`prefill`), then each new token
-    reuses the key-value cache; no forward follows the last token.
-    """
-    cache_kw = cache_keyword(model)
-    with autocast(x.device):
-        cache, logits = prefill(model, x, K)  # (N, V) logits that predict y_0
-        y = torch.empty(x.shape[0] * K, T, dtype=torch.long, device=x.device)
-        for t in range(T):
-            probs = F.softmax(ban(logits.float(), eos), -1)  # (N, V), EOS has probability 0
-            y[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
-            if t < T - 1:
-                out = model(y[:, t : t + 1], use_cache=True, **{cache_kw: cache})
-                cache, logits = output_cache(out), out.logits[:, -1]
-    return y
-
-
-def reply_logits(model, x: torch.Tensor, y: torch.Tensor, eos: int | None) -> torch.Tensor:
-    """(N, T, V) float32 logits that predicted each reply token y_t, EOS banned, for (N_p, P) prompts and (N, T) replies.
-
-    The token shift: the prompt's last position predicts y_0 and reply position t predicts
-    y_{t+1}, so the last reply token is never fed. The K = N / N_p replies to each prompt
-    lie in consecutive rows and share one pass of the prompt (`prefill`). The same logits as
-    one forward pass of the whole sequence, with gradient when called under it.
-    """
-    K, T = y.shape[0] // x.shape[0], y.shape[1]
-    with autocast(x.device):
-        cache, first = prefill(model, x, K)  # first: (N, V), predicts y_0
-        if T == 1:
-            logits = first[:, None]  # (N, 1, V)
-        else:
-            rest = model(y[:, :-1], use_cache=True, **{cache_keyword(model): cache}).logits  # (N, T-1, V)
-            logits = torch.cat([first[:, None], rest], 1)  # (N, T, V)
-    return ban(logits.float(), eos)
-
-
-def token_logp(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """log pi(y_t | s_t) = logit_{y_t} - log sum_v exp(logit_v), (N, T, V) and (N, T) -> (N, T)."""
-    return logits.gather(-1, tokens[..., None])[..., 0] - torch.logsumexp(logits, -1)
-
-
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """H_t = -sum_v pi(v | s_t) log pi(v | s_t), (N, T, V) -> (N, T), in nats."""
-    logp = F.log_softmax(logits, -1)
-    return -(logp.exp() * logp).sum(-1)  # banned EOS: 0 * (-1e9) = 0
-
-
-def exact_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
-    """Seed 000 section 6.12's exact KL per reply, (N, T, V) twice -> (N,):
-
-        KL = sum_t sum_v pi_theta(v | s_t) (log pi_theta(v | s_t) - log pi_ref(v | s_t))
-    """
-    logp, ref_logp = F.log_softmax(logits, -1), F.log_softmax(ref_logits, -1)
-    return (logp.exp() * (logp - ref_logp)).sum((-1, -2))
-
 
 def loo_advantages(r: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(G, A): reward-to-go G_t and A_t = G_t - b_t, b the leave-one-out mean of the other K-1 replies.
@@ -163,81 +70,6 @@ def distinct_n(texts: list[str], n: int) -> float:
 
 
 # ----------------------------------------------------------------------------- the run
-
-
-def prompt_ids(tokenizer, texts: list[str], P: int) -> tuple[torch.Tensor, list[str]]:
-    """The prompts cut to their first P tokens, (M, P), and their texts; shorter prompts are dropped."""
-    ids = [e[:P] for e in tokenizer(texts)["input_ids"] if len(e) >= P]
-    return torch.tensor(ids, dtype=torch.long).view(len(ids), P), tokenizer.batch_decode(ids)
-
-
-def feeling_prompts(split: str) -> list[str]:
-    """Seed 001's lab prompts, split once: FEELING_HELDOUT of them ('heldout') by a fixed permutation, the rest 'train'."""
-    require(split in ("train", "heldout"), f"the prompt split must be 'train' or 'heldout', got {split!r}.")
-    prompts = load_prompts()
-    held = np.zeros(len(prompts), dtype=bool)
-    held[np.random.default_rng(FEELING_SPLIT_SEED).permutation(len(prompts))[:FEELING_HELDOUT]] = True
-    return [p for p, h in zip(prompts, held) if h == (split == "heldout")]
-
-
-def whole_prompt_ids(tokenizer, texts: list[str], pad: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """Prompts uncut: (M, P_max) ids right-padded with `pad`, (M,) their lengths, and their texts."""
-    ids = tokenizer(texts)["input_ids"]
-    lengths = torch.tensor([len(e) for e in ids], dtype=torch.long)
-    table = torch.full((len(ids), int(lengths.max())), pad, dtype=torch.long)
-    for i, e in enumerate(ids):
-        table[i, : len(e)] = torch.tensor(e, dtype=torch.long)
-    return table, lengths, tokenizer.batch_decode(ids)
-
-
-def per_length(fn, lengths: torch.Tensor, x: torch.Tensor, *rows_of: torch.Tensor) -> torch.Tensor:
-    """fn(x[rows, :L], *(t[rows] for t in rows_of)) for each prompt length L, results back in row order.
-
-    `x` is (N, P_max) right-padded prompt ids with (N,) `lengths`; the models take prompts
-    of one length (no padding, no attention mask), so rows go through one length at a time.
-    With a single length this is the plain call fn(x, *rows_of).
-    """
-    values = torch.unique(lengths)
-    if len(values) == 1:
-        return fn(x[:, : int(values[0])], *rows_of)
-    groups = [torch.nonzero(lengths == L)[:, 0] for L in values]
-    outs = [fn(x[rows, : int(L)], *(t[rows] for t in rows_of)) for L, rows in zip(values, groups)]
-    return torch.cat(outs)[torch.argsort(torch.cat(groups))]
-
-
-def context_length(model) -> int | None:
-    """The most positions the model attends over (GPT-2: n_positions), or None when its config does not say."""
-    config = model.config
-    return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
-
-
-def run_prompts(tokenizer, prompt_set: str, split: str, prompt_tokens: int, T: int, positions: int | None,
-                wanted: int, what: str) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """The prompts of a run's split ('train' or 'heldout'): (M, P_max) ids, (M,) lengths and their M texts.
-
-    'reviews': the bundled movie-review openings cut to their first `prompt_tokens` tokens;
-    'feelings': seed 001's lab prompts whole, right-padded. Refused in one sentence when fewer
-    than `wanted` are usable (`what` names the setting to lower) or when a prompt plus T reply
-    tokens would not fit the model's `positions`.
-    """
-    if prompt_set == "reviews":
-        ids, texts = prompt_ids(tokenizer, bundled_prompts(split), prompt_tokens)
-        lengths = torch.full((len(ids),), prompt_tokens, dtype=torch.long)
-        require(len(texts) >= wanted, f"only {len(texts)} {split} prompts have {prompt_tokens} tokens; ask for fewer {what}.")
-    else:
-        pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0  # never read: each prompt is cut to its own length
-        ids, lengths, texts = whole_prompt_ids(tokenizer, feeling_prompts(split), pad)
-        require(len(texts) >= wanted, f"there are only {len(texts)} {split} prompts; ask for fewer {what}.")
-    require(positions is None or ids.shape[1] + T <= positions,
-            f"a prompt of {ids.shape[1]} tokens + T = {ids.shape[1] + T} exceeds the model's {positions} positions.")
-    return ids, lengths, texts
-
-
-def sample_per_prompt(model, x: torch.Tensor, lengths: torch.Tensor, K: int, T: int, eos: int | None,
-                      generator: torch.Generator) -> torch.Tensor:
-    """(N_p K, T) replies to (N_p, P_max) right-padded prompts of (N_p,) `lengths`, K each in consecutive rows."""
-    return per_length(lambda xp: sample_replies(model, xp, T, eos, generator, K).unflatten(0, (-1, K)),
-                      lengths, x).flatten(0, 1)  # (N_p, K, T) -> (N, T)
 
 
 def mean_gold(reward, prompts: list[str], replies: list[str]) -> float | None:

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from engines.kl_optimal import ReplySpaceSettings, enumerate_replies, frontier_reward_at, optimal_policy, sampled_frontier
-from engines.lm_frontier import LMFrontier, LMFrontierSettings, lm_frontier
-from engines.lm_reinforce import prompt_ids, sample_per_prompt
-from engines.review_corpus import bundled_prompts
-from tests.engines.test_lm_reinforce import EOS, Length, huge_eos_gpt2, tiny_gpt2
+from engines.lm.frontier import LMFrontier, LMFrontierSettings, lm_frontier
+from engines.lm.sampling import prompt_ids, sample_per_prompt
+from engines.lm.review_corpus import bundled_prompts
+from tests.engines.lm.tiny_models import EOS, Length, huge_eos_gpt2, tiny_gpt2
 
 BETAS = np.geomspace(1e-2, 1e2, 41)
 reward_arrays = arrays(float, st.tuples(st.integers(1, 4), st.integers(2, 12)), elements=st.floats(-7, 7))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "assets" / "prompts"
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "assets" / "prompts"
 """Where the bundled prompt files live: train.txt (training prompts) and heldout.txt (evaluation)."""
 
 POLARITIES = ("positive", "negative", "mixed")

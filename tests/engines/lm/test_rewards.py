@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines.lm_rewards import REWARDS, VADER_CLIP, VaderReward, load_reward, register_reward, vader_log_odds
+from engines.lm.rewards import REWARDS, VADER_CLIP, VaderReward, load_reward, register_reward, vader_log_odds
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_vader_mapping_values():
@@ -67,8 +67,8 @@ def test_classifier_offline_gives_one_clear_sentence(tmp_path):
     """No network and an empty cache: the seed's classifier is refused in one sentence."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
     code = (
-        "from engines.lm_rewards import load_reward\n"
-        "from engines.lm_models import ModelNotAvailable\n"
+        "from engines.lm.rewards import load_reward\n"
+        "from engines.lm.models import ModelNotAvailable\n"
         "try:\n    load_reward('lvwerra/distilbert-imdb')\nexcept ModelNotAvailable as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
@@ -84,8 +84,8 @@ def test_classifier_offline_gives_one_clear_sentence(tmp_path):
 @pytest.fixture(scope="module")
 def saved_reward_model(tmp_path_factory):
     """A reward model trained for three steps on 24 pairs from the embedded model, saved to a file."""
-    from engines.preferences import PairSettings, make_pairs
-    from engines.reward_model import RewardModelSettings, save_reward_model, train_reward_model
+    from engines.lm.preferences import PairSettings, make_pairs
+    from engines.lm.reward_model import RewardModelSettings, save_reward_model, train_reward_model
 
     pairs = make_pairs(PairSettings(pairs=24, T=6, device="cpu"))
     trained = train_reward_model(pairs, RewardModelSettings(d_model=8, layers=1, heads=1, steps=3, batch=8, eval_every=3))
@@ -95,8 +95,8 @@ def saved_reward_model(tmp_path_factory):
 
 
 def test_load_reward_reads_a_saved_reward_model(saved_reward_model):
-    from engines.preferences import gold_score, prompt_table
-    from engines.reward_model import LearnedReward
+    from engines.lm.preferences import gold_score, prompt_table
+    from engines.lm.reward_model import LearnedReward
 
     path, trained = saved_reward_model
     reward = load_reward(f"reward-model:{path}")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engines.bradley_terry import bt_prob
-from engines.preferences import (
+from engines.lm.preferences import (
     NEGATIVE_PATH,
     POSITIVE_PATH,
     PairSettings,

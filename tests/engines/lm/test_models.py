@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import huggingface_hub
 import pytest
 
-from engines.lm_models import EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, hub_files, progress_bar_class
+from engines.lm.models import EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, hub_files, progress_bar_class
 
 GPT2_FILES = [("model.safetensors", 548_105_171), ("pytorch_model.bin", 548_118_077), ("tf_model.h5", 497_933_648),
               ("onnx/decoder_model.onnx", 653_665_842), ("config.json", 665), ("generation_config.json", 124),
