@@ -197,7 +197,7 @@ class PredictionCard(pn.viewable.Viewer):
         self.again_button = pn.widgets.Button(label="Ask me again", color="light", width=120)
         self.verdict = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 0), stylesheets=[VERDICT_CSS])
         self.explanation = pn.pane.Markdown(explanation, sizing_mode="stretch_width", margin=(0, 0))
-        self._guarded: list[pn.Column] = []
+        self._guarded: list[tuple[pn.Column, tuple]] = []  # each guarded column and what it shows once revealed
         self._placeholders: list[pn.pane.Markdown] = []
         self.options.param.watch(lambda event: setattr(self.reveal_button, "disabled", event.new is None), "value")
         self.reveal_button.on_click(lambda _event: self.commit())
@@ -233,10 +233,13 @@ class PredictionCard(pn.viewable.Viewer):
         """`objects` in a column that is shown only once this card is answered (or prompts are off).
 
         While they are hidden a line in their place says what waits behind the question
-        ("Answer the question above to see `note`"), unless `placeholder` is False.
+        ("Answer the question above to see `note`"), unless `placeholder` is False. The column
+        stays empty until it is first shown: a first visit does not build, send or update the
+        plots the learner cannot see yet (about half a page's Bokeh models), and an answer
+        builds them once.
         """
-        column = pn.Column(*objects, sizing_mode="stretch_width", css_classes=["fl-guarded"])
-        self._guarded.append(column)
+        column = pn.Column(sizing_mode="stretch_width", css_classes=["fl-guarded"])
+        self._guarded.append((column, objects))
         parts = [column]
         if placeholder:
             line = pn.pane.HTML(
@@ -262,7 +265,9 @@ class PredictionCard(pn.viewable.Viewer):
             self.verdict.object = self._verdict_html(chosen)
             if chosen is not None:
                 self.options.value = chosen
-            for column in self._guarded:
+            for column, objects in self._guarded:
+                if self.revealed and not column.objects:
+                    column.objects = list(objects)
                 column.visible = self.revealed
             for line in self._placeholders:
                 line.visible = not self.revealed
