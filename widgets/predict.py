@@ -24,6 +24,8 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
+from widgets.updates import one_update
+
 STORAGE_KEY = "feedback-lab.guide"
 """The localStorage entry: JSON {"prompts": bool, "answers": {card key: choice}}."""
 
@@ -257,7 +259,7 @@ class PredictionCard(pn.viewable.Viewer):
     def _refresh(self) -> None:
         chosen, asking = self.chosen, self.guide.prompts and self.chosen is None
         self.revealed = not asking
-        with pn.io.hold():
+        with one_update():
             self.options.visible = self.reveal_button.visible = asking
             self.again_button.visible = self.guide.prompts and chosen is not None
             self.explanation.visible = not asking

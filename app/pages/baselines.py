@@ -21,6 +21,7 @@ from widgets.numbers import to_fixed
 from widgets.predict import PredictionCard, session_guide
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
+from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "Baselines and variance"
@@ -182,7 +183,7 @@ class BaselinesPage(pn.viewable.Viewer):
 
     def _changed(self, *events):
         # One batch per slider step; the plot's data first, the text after it.
-        with pn.io.hold():
+        with one_update():
             if any(e.name == "p" for e in events):
                 self._update_lines()
             self._update_point()

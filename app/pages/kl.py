@@ -48,6 +48,7 @@ from widgets.run_controls import RunControls
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
+from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "What β means: the KL penalty"
@@ -589,7 +590,7 @@ class KLPage(pn.viewable.Viewer):
     def _changed(self, *events):
         # One batch per slider step; the plots' data first, the text after it.
         names = {e.name for e in events}
-        with pn.io.hold():
+        with one_update():
             if "zero_best" in names:
                 self._update_space()
             if names & {"log_beta", "zero_best"}:

@@ -24,6 +24,7 @@ from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
+from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "Preferences and the accuracy ceiling"
@@ -169,7 +170,7 @@ class PreferencesPage(pn.viewable.Viewer):
     def _changed(self, *events):
         # One batch per slider step; the plots' data first, the text after it.
         names = {e.name for e in events}
-        with pn.io.hold():
+        with one_update():
             if names & {"gaps", "s"}:
                 self._update_ceiling_curve()
             if names & {"tau", "gaps", "s"}:

@@ -46,6 +46,7 @@ from widgets.run_controls import RunControls
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
+from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "The toy target task"
@@ -364,7 +365,7 @@ class ToyTargetPage(pn.viewable.Viewer):
             self.symbol = int(draw_target(T, V, self.target_seed)[self.t - 1])
         if not self._started:
             return
-        with pn.io.hold():
+        with one_update():
             if names & set(self.EXPERIMENT):
                 self.start_experiment()
             elif names & set(self.VIEW):
@@ -410,7 +411,7 @@ class ToyTargetPage(pn.viewable.Viewer):
             return
         self.batches_drawn = batches
         self.experiment_controls.progress = batches.drawn / batches.total
-        with pn.io.hold():
+        with one_update():
             t, c, k = np.nonzero(ACTIVE)
             self.means.data = {"t": t + 1, "c": c, "k": k, "exact": batches.exact[ACTIVE],
                                **{name: m[ACTIVE] for name, m in batches.means.items()}}
@@ -464,7 +465,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         x = np.arange(n)
         labels = [ESTIMATORS[name] for name in snapshot.estimators]
         colours = [COLOURS[name] for name in snapshot.estimators]
-        with pn.io.hold():
+        with one_update():
             self.curves.data = {
                 "xs": [x] * (E * S),
                 "ys": list(snapshot.J.reshape(E * S, n)),
