@@ -247,17 +247,22 @@ def one_sample_draws(means, sd: float, theta, samples: int, seed: int) -> tuple[
 
 
 def monte_carlo(means, sd: float, theta, b, samples: int, seed: int) -> MonteCarlo:
-    """Seed 000 sections 6.4 and 6.7: sample N replies a_i ~ pi and ratings r_i, then
+    """Seed 000 sections 6.4 and 6.7: sample N replies a_i ~ pi and ratings r_i (`one_sample_draws`),
+    then summarise g_i(b) = (r_i - b) s_i for every baseline b on those samples (`summarise_draws`)."""
+    return summarise_draws(*one_sample_draws(means, sd, theta, samples, seed), b)
+
+
+def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
+    """Seed 000 sections 6.4 and 6.7 on given draws, ratings r (N,) and scores s (N, K):
 
         g_i(b) = (r_i - b) s_i,   s_i = onehot(a_i) - pi
 
-    for every baseline b on the same samples, and report their sample moments. Since
+    for every baseline b on the same samples, and their sample moments. Since
     the mean m(b) = mean(r s) - b mean(s) is linear in b, the squared deviation
     |g_i - m|^2 = (r_i - b)^2 |s_i|^2 - 2 (r_i - b) s_i.m + |m|^2 needs only (N,) arrays
     per baseline, never an (N, B, K) one.
     """
-    N, K = samples, len(means)
-    r, s = one_sample_draws(means, sd, theta, samples, seed)  # (N,), (N, K)
+    N, K = s.shape
     s2 = s**2  # (N, K)
     s_sq = s2 @ np.ones(K)  # (N,) |s_i|^2 (a matrix product: much faster than a sum over a short axis)
     b_star = float(r @ s_sq / s_sq.sum())

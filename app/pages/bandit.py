@@ -21,6 +21,7 @@ from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem, Rang
 from bokeh.transform import dodge
 
 from app import limits
+from app.results_cache import RESULTS
 from engines.bandit import (
     BASELINES,
     MEANS,
@@ -28,9 +29,9 @@ from engines.bandit import (
     exact_gradient,
     exact_total_variance,
     expected_return,
-    monte_carlo,
     one_sample_draws,
     optimal_baseline,
+    summarise_draws,
     training_snapshots,
 )
 from engines.policy_gradient import softmax
@@ -42,6 +43,7 @@ from widgets.run_controls import RunControls, seed_control
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
+from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "Bandit: REINFORCE and baselines"
@@ -381,7 +383,7 @@ class BanditPage(pn.viewable.Viewer):
     def _changed(self, *events):
         # One batch per slider step: the plots' data first, the text after it.
         names = {e.name for e in events}
-        with pn.io.hold():
+        with one_update():
             if names & (ANALYTIC | {"b"}):
                 self._update_estimates(sweep=bool(names & ANALYTIC))
             if names & (ANALYTIC | {"b", "arm"}):
@@ -394,20 +396,23 @@ class BanditPage(pn.viewable.Viewer):
         """The Monte Carlo run at b = 0 and the current b, and with `sweep` also at the seed's
         sweep of b (one run, the same samples), the exact variance curve and the draws."""
         mu, theta, sd = self.means, self.theta, self.sd
-        mc = monte_carlo(mu, sd, theta, (0.0, self.b, *(SWEEP if sweep else ())), self.samples, self.seed)
+        # The draws and the sweep depend on everything but b: computed once per process for these
+        # settings and seed (app.results_cache), so a move of b only summarises the same draws at b.
+        self.draws = RESULTS.get(one_sample_draws, mu, sd, theta, self.samples, self.seed)
+        mc = summarise_draws(*self.draws, (0.0, self.b))
         self.mc = mc
         if sweep:
-            variance, se = mc.total_variance[2:], mc.total_variance_se[2:]
+            swept = RESULTS.get(swept_draws, mu, sd, theta, self.samples, self.seed)
+            variance, se = swept.total_variance, swept.total_variance_se
             self.points.data = {
-                "b": mc.b[2:],
+                "b": swept.b,
                 "mc": variance,
                 "low": variance - 2 * se,
                 "high": variance + 2 * se,
                 "se": se,
-                "exact": exact_total_variance(mu, sd, theta, mc.b[2:]),
+                "exact": exact_total_variance(mu, sd, theta, swept.b),
             }
             self.curve.data = {"b": B_AXIS, "exact": exact_total_variance(mu, sd, theta, B_AXIS)}
-            self.draws = one_sample_draws(mu, sd, theta, self.samples, self.seed)
         grad = exact_gradient(mu, theta)
         arm = np.arange(1, K + 1)
         data = {"arm": arm, "exact": grad}
@@ -500,7 +505,7 @@ class BanditPage(pn.viewable.Viewer):
     def _show_training(self, view: TrainingView) -> None:
         if view.settings != self.training_settings():
             return  # delivered by a run stopped since; its settings are no longer the controls'
-        with pn.io.hold():
+        with one_update():
             self.view = view
             self.curves.data = view.curves
             self.arms.data = view.arms
@@ -577,6 +582,11 @@ class BanditPage(pn.viewable.Viewer):
             training,
             sizing_mode="stretch_width",
         )
+
+
+def swept_draws(means, sd: float, theta, samples: int, seed: int):
+    """The seed's sweep of constant baselines (SWEEP), summarised on the page's draws for these settings."""
+    return summarise_draws(*RESULTS.get(one_sample_draws, means, sd, theta, samples, seed), SWEEP)
 
 
 def summary_text(means, sd: float, theta, b: float, samples: int, seed: int, mc) -> str:

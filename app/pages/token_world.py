@@ -22,6 +22,7 @@ from bokeh.layouts import gridplot
 from bokeh.palettes import Viridis256
 
 from app import limits
+from app.results_cache import RESULTS
 from engines.token_world import (
     TokenWorldSettings,
     gae_decomposition_exact,
@@ -39,6 +40,7 @@ from widgets.run_controls import RunControls, seed_control
 from widgets.sliders import slider
 from widgets.streaming import StreamingCurve, StreamingRun
 from widgets.style import OKABE_ITO, plot
+from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "Token world and GAE"
@@ -174,7 +176,7 @@ EPISODE_CSS = """
 
 def lambda_zero_text(T: int, threshold: int, p_a: float, gamma: float) -> str:
     """Why lambda = 0 is perfect with the exact critic (seed 000 section 6.9), with this world's numbers."""
-    v = token_values(T, threshold, p_a, gamma)
+    v = RESULTS.get(token_values, T, threshold, p_a, gamma)
     delta0 = gamma * v.V[1, 1] - v.V[0, 0]  # r_0 = 0 before the last token
     return (
         "**Why λ = 0 is perfect with the exact critic.** In a game the next state is random, so a TD error "
@@ -393,7 +395,7 @@ class TokenWorldPage(pn.viewable.Viewer):
             return
         names = {e.name for e in events}
         # One batch per slider step: the plots' data first, the text after it.
-        with pn.io.hold():
+        with one_update():
             if names & {"T", "threshold"} and self._clamp_threshold():
                 names.add("threshold")
             if names & {"T", "threshold", "p_a", "gamma"}:
@@ -405,7 +407,7 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     def _update_world(self):
         T = self.T
-        v = token_values(T, self.threshold, self.p_a, self.gamma)
+        v = RESULTS.get(token_values, T, self.threshold, self.p_a, self.gamma)
         t, k = np.nonzero(np.tri(T, T + 1, dtype=bool))  # reachable states only: k <= t
         V = v.V[t, k]
         self.cells.data = {
@@ -421,18 +423,18 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.why.object = lambda_zero_text(T, self.threshold, self.p_a, self.gamma)
 
     def _update_critics(self):
-        d = gae_decomposition_exact(self.world_settings())
+        d = RESULTS.get(gae_decomposition_exact, self.world_settings())
         self.curves.data = decomposition_columns(d, critic_columns(d.critic_noises, self.critic_noise))
         self.panels[2].title.text = f"V + noise {self.critic_noise:.2f} (the slider)"
 
     def _update_lambda(self):
         settings = self.world_settings(lambdas=(self.lam,))
-        d = gae_decomposition_exact(settings)
+        d = RESULTS.get(gae_decomposition_exact, settings)
         columns = critic_columns(d.critic_noises, self.critic_noise)
         self.at_lam.data = decomposition_columns(d, columns)
         for rule in self.lam_rules:
             rule.location = self.lam
-        e = one_episode(settings)
+        e = RESULTS.get(one_episode, settings)
         self.path.data = {"t": np.arange(self.T), "k": e.k}
         self.episode.data = {
             "t": np.arange(self.T), "k": e.k, "token": ["A" if a else "B" for a in e.tokens], "r": e.r, "V": e.V,
@@ -440,7 +442,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         }
         self.table.object = episode_table_html(e, self.lam, self.gamma, self.critic_noise)
         self.episode_note.object = self._episode_note()
-        values = token_values(self.T, self.threshold, self.p_a, self.gamma)
+        values = RESULTS.get(token_values, self.T, self.threshold, self.p_a, self.gamma)
         self.summary.object = f'<p class="fl-summary">{summary_text(self.T, self.threshold, self.p_a, self.lam, self.critic_noise, values, d, columns)}</p>'
 
     def _episode_note(self) -> str:
@@ -479,7 +481,7 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     def _apply_mc(self, snapshot) -> None:
         n, target, d = snapshot
-        exact = gae_decomposition_exact(self.world_settings(lambdas=MC_LAMBDAS))
+        exact = RESULTS.get(gae_decomposition_exact, self.world_settings(lambdas=MC_LAMBDAS))
         columns = critic_columns(d.critic_noises, self.critic_noise)
         self.mc.data = decomposition_columns(d, columns)
         gap = float(np.abs(d.total[:, columns] - exact.total[:, columns]).max())
