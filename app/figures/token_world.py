@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import dataclass, fields
+
 from engines.policy_gradient import returns_to_go
-from engines.token_world import TokenWorldSettings as Settings
-from engines.token_world import gae_decomposition_exact, gae_decomposition_mc, one_episode, token_values
+from engines.token_world import TokenWorldSettings, gae_decomposition_exact, gae_decomposition_mc, one_episode, token_values
+
+CHAPTER_TOKENS = next(f.default for f in fields(TokenWorldSettings) if f.name == "tokens")
+"""The chapter's episode, ABABAA: the one-episode table's reply by default (T = 6)."""
+
+
+@dataclass(frozen=True)
+class Settings(TokenWorldSettings):
+    """The token world of `figures token-world`: changing T alone samples the one-episode table's reply.
+
+    The chapter's reply has 6 tokens; with another T and no --tokens given, the table shows an
+    episode of T tokens sampled from the policy (seeded by --seed), and the JSON says so.
+    """
+
+    def __post_init__(self):
+        if self.tokens == CHAPTER_TOKENS and self.T != len(CHAPTER_TOKENS):
+            object.__setattr__(self, "tokens", "")
+        super().__post_init__()
 
 RETURN_GAMMAS = (1.0, 0.9)
 """The discounts of the seed's returns table; the settings' gamma is added when it differs."""
@@ -22,6 +40,16 @@ def _returns(settings: Settings) -> dict:
     }
 
 
+def episode_source(settings: Settings) -> str:
+    """Where the one-episode table's reply comes from, in words."""
+    if settings.tokens == CHAPTER_TOKENS:
+        return "the chapter's episode"
+    if settings.tokens:
+        return "the given tokens"
+    return f"sampled from the policy (seed {settings.seed})" + (
+        f"; the chapter's {CHAPTER_TOKENS} has {len(CHAPTER_TOKENS)} tokens, not T = {settings.T}" if settings.T != len(CHAPTER_TOKENS) else "")
+
+
 def _episode(settings: Settings) -> dict:
     e = one_episode(settings)
     rows = [
@@ -34,6 +62,7 @@ def _episode(settings: Settings) -> dict:
     ]
     return {
         "tokens": "".join(row["token"] for row in rows),
+        "source": episode_source(settings),
         "lam": settings.lam,
         "gamma": settings.gamma,
         "noise": settings.episode_noise,
@@ -93,7 +122,7 @@ def render(result: dict) -> str:
                  f"advantage A(A) = {result['A_A']:+.4f}, A(B) = {result['A_B']:+.4f}")
 
     e = result["episode"]
-    lines += ["", f"== 3. one episode: tokens {e['tokens']}, reward at the end = {e['rows'][-1]['r']:g}; "
+    lines += ["", f"== 3. one episode: tokens {e['tokens']}{'' if e['tokens'] == CHAPTER_TOKENS else ' (' + e['source'] + ')'}, reward at the end = {e['rows'][-1]['r']:g}; "
                   f"lambda = {e['lam']}, gamma = {e['gamma']}",
               f"  using a rough value estimate (exact V plus noise of sd {e['noise']})"]
     for row in e["rows"]:

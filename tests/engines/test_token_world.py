@@ -234,3 +234,17 @@ def test_command_line(capsys):
         main(["figures", "token-world", "--p-a", "1.5"])
     assert stop.value.code == 2
     assert "p_a must be a probability" in capsys.readouterr().err
+
+
+def test_changing_T_alone_samples_the_episode_and_says_so(capsys):
+    assert main(["figures", "token-world", "--T", "8", "--episodes", "2000", "--json"]) == 0
+    episode = json.loads(capsys.readouterr().out)["episode"]
+    assert len(episode["tokens"]) == 8 and len(episode["rows"]) == 8
+    assert episode["source"].startswith("sampled from the policy (seed 0)")
+    sampled = figure.one_episode(TokenWorldSettings(T=8, tokens="", episodes=2000))
+    assert episode["tokens"] == "".join("A" if a else "B" for a in sampled.tokens)
+    assert main(["figures", "token-world", "--episodes", "2000", "--json"]) == 0
+    chapter = json.loads(capsys.readouterr().out)["episode"]
+    assert (chapter["tokens"], chapter["source"]) == ("ABABAA", "the chapter's episode")
+    assert main(["figures", "token-world", "--T", "4", "--threshold", "2", "--tokens", "BBAA", "--episodes", "2000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["episode"]["source"] == "the given tokens"
