@@ -1,6 +1,7 @@
 # Feedback Lab: the app on port 5006 with the embedded model, on CPU.
 # Build: docker build -t feedback-lab .
 # Run:   docker run --rm -p 5006:5006 -v feedback-lab-runs:/srv/feedback-lab/runs feedback-lab
+#        add -e FEEDBACK_LAB_WEBSOCKET_ORIGIN=HOST:PORT, the address learners type, to serve other machines
 # CUDA:  docker build --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu124 -t feedback-lab:cuda .
 #        docker run --rm --gpus all -p 5006:5006 feedback-lab:cuda   (needs the NVIDIA container toolkit)
 FROM python:3.11-slim
@@ -30,4 +31,8 @@ EXPOSE 5006
 # Liveness: /healthz answers 200 "ok" while the server's event loop runs (python, since the slim image has no curl).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD python -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:5006/healthz', timeout=4).read() != b'ok')"
-CMD ["feedback-lab", "serve", "--address", "0.0.0.0", "--port", "5006", "--allow-websocket-origin", "*"]
+# Only pages opened at localhost:5006 may open the app's websocket unless FEEDBACK_LAB_WEBSOCKET_ORIGIN names
+# the address learners type (comma-separated HOST:PORT): never "*", which would let any web page a learner
+# visits open sessions on the class server.
+ENV FEEDBACK_LAB_WEBSOCKET_ORIGIN=localhost:5006
+CMD ["feedback-lab", "serve", "--address", "0.0.0.0", "--port", "5006"]

@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-websocket-origin",
         action="append",
         metavar="HOST[:PORT]",
-        help="host allowed to open the app's websocket, repeatable (default: the address and port served)",
+        help=f"host allowed to open the app's websocket, repeatable (default: the hosts in {ORIGIN_VARIABLE}, "
+             "comma-separated, else the address and port served and localhost)",
     )
     serve.add_argument("--show", action="store_true", help="open the app in a browser")
     serve.add_argument("--admin", action="store_true", help="also serve Panel's admin page at /admin (sessions, memory, logs)")
@@ -67,6 +68,22 @@ def run_command(name: str, options: list[str]) -> int:
     return getattr(module, run_name)(parser.parse_args(options))
 
 
+ORIGIN_VARIABLE = "FEEDBACK_LAB_WEBSOCKET_ORIGIN"
+"""The hosts (HOST[:PORT], comma-separated) allowed to open the app's websocket when no option names them."""
+
+
+def websocket_origins(given: list[str] | None) -> list[str] | None:
+    """The option's hosts, else the variable's, else None (serve's default: the address served and localhost).
+
+    Never "*" unless asked for: a class server that took any origin would let any web page a
+    learner visits open sessions on it.
+    """
+    if given:
+        return given
+    hosts = [h.strip() for h in os.environ.get(ORIGIN_VARIABLE, "").split(",") if h.strip()]
+    return hosts or None
+
+
 def run_server(args: argparse.Namespace) -> int:
     try:
         server_limits = limits.from_environment(args)
@@ -77,7 +94,7 @@ def run_server(args: argparse.Namespace) -> int:
     os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
     from app.server import serve  # panel loads only when the app is served
 
-    serve(port=args.port, address=args.address, websocket_origin=args.allow_websocket_origin, show=args.show,
+    serve(port=args.port, address=args.address, websocket_origin=websocket_origins(args.allow_websocket_origin), show=args.show,
           server_limits=server_limits, admin=args.admin)
     return 0
 

@@ -97,6 +97,18 @@ def test_the_copied_files_hold_every_package_and_build_it(image_tree, tmp_path):
     assert list(tmp_path.glob("feedback_lab-*.whl"))
 
 
+def test_the_image_allows_websockets_from_one_named_origin_not_any(monkeypatch):
+    from app.cli import ORIGIN_VARIABLE, websocket_origins
+
+    assert "*" not in only("CMD") and "allow-websocket-origin" not in only("CMD")
+    assert environment()[ORIGIN_VARIABLE] == f"localhost:{PORT}"
+    assert websocket_origins(["a.example:80"]) == ["a.example:80"]  # the option wins
+    monkeypatch.setenv(ORIGIN_VARIABLE, " lab.example:5006, 10.0.0.2:5006 ")
+    assert websocket_origins(None) == ["lab.example:5006", "10.0.0.2:5006"]
+    monkeypatch.delenv(ORIGIN_VARIABLE)
+    assert websocket_origins(None) is None  # serve's default: the address served and localhost
+
+
 def with_port(text: str, port: int) -> str:
     assert PORT in text
     return text.replace(PORT, str(port))
@@ -110,7 +122,7 @@ def test_the_cmd_serves_the_copied_app_and_the_healthcheck_follows_it(image_tree
     env = {
         **os.environ,
         # The image's variables, its WORKDIR being the copied tree here, and its python and feedback-lab the test's.
-        **{k: v.replace(workdir, str(image_tree)) for k, v in environment().items()},
+        **{k: v.replace(workdir, str(image_tree)).replace(PORT, str(port)) for k, v in environment().items()},
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "PYTHONPATH": str(image_tree),  # the copied app wins over the repository's editable install
         "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "OMP_NUM_THREADS": "1",
