@@ -1,6 +1,7 @@
 """A classroom on one server: N learners for D seconds while a language-model run trains.
 
     python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--json]
+    python -m bench.load_test --burst 30 [--pages baselines token-world] [--json]
 
 starts `python -m app.cli serve` on a free localhost port with its default limits (run
 folders in a temporary folder, one torch thread), opens /live-run with 2,000 steps and
@@ -12,10 +13,16 @@ closes, the server stops, and the figures are printed: interactions answered, la
 p95 and max per page and overall, errors, the run's steps during the test, and the server's
 resident memory.
 
+With `--burst N` the test is the opening of a lesson instead: for each page of `--pages`, on a
+fresh server, N learners open the same page within one second (spread evenly) and the times
+from the first request to each page's document received are printed: p50, p95 and the last.
+
 A learner is not a browser (thirty Chromium tabs do not fit two cores): it speaks Bokeh's
 websocket protocol as a browser does (the page's GET, the websocket, PULL-DOC, the
-document-ready event that starts a page's onload work, and one PATCH-DOC per slider step),
-so the server does a browser session's work. A move's latency runs from the change sent to
+document-ready event that starts a page's onload work, the guide its browser has stored,
+here prompts off, so that every part of the page is built and shown as for a learner who has
+answered its cards, and one PATCH-DOC per slider step), so the server does a browser
+session's work. A move's latency runs from the change sent to
 the first change of one of the page's ColumnDataSources received; the browser's redraw after
 it is what bench/bench_latency.py adds. A page load runs from the GET to the document
 received. The learners share this process, so its own CPU time is printed too.
@@ -59,6 +66,9 @@ REFUSED = ("fl-full", "fl-refused")
 DOCUMENT_READY = {"kind": "MessageSent", "msg_type": "bokeh_event",
                   "msg_data": {"type": "event", "name": "document_ready", "values": {"type": "map", "entries": []}}}
 """What BokehJS sends once a page is drawn; Panel holds a page's plot updates and its onload work until then."""
+STORED_GUIDE = json.dumps({"prompts": False, "answers": {}})
+"""What a learner's browser hands the page header's store (widgets.predict.BrowserStore): guided prompts switched
+off in an earlier lesson, so every part of a page is shown, and built, as for a learner who has answered its cards."""
 
 
 class Refused(RuntimeError):
@@ -104,6 +114,7 @@ class PageSession:
         self.sliders: dict[str, dict] = {}
         self.sources: set[str] = set()
         self.buttons: dict[str, str] = {}
+        self.store: str | None = None
         self._register(content)
         self._ids = itertools.count()
         self._answer: asyncio.Future | None = None
@@ -136,6 +147,9 @@ class PageSession:
             raise Refused(f"/{route}: the server sent its one-sentence page")
         session = cls(ws, receiver, reply.content)
         await session.send_events([DOCUMENT_READY])
+        if session.store is not None:  # as the browser's script does once the page is drawn
+            await session.send_events([{"kind": "ModelChanged", "model": {"id": session.store}, "attr": "value", "new": STORED_GUIDE},
+                                       {"kind": "ModelChanged", "model": {"id": session.store}, "attr": "loaded", "new": True}])
         return session
 
     def _register(self, node) -> None:
@@ -149,6 +163,8 @@ class PageSession:
                 self.sources.add(model_id)
             elif model["name"].endswith("Button"):
                 self.buttons[model_id] = attributes.get("label", "")
+            elif model["name"].startswith("BrowserStore"):
+                self.store = model_id
 
     async def _read_forever(self) -> None:
         try:
@@ -306,6 +322,7 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
         return
     figures.loads.setdefault(route, []).append(time.perf_counter() - start)
     try:
+        await session.settle(quiet=0.2)  # the parts the stored guide reveals arrive as a patch
         for step in range(moves):
             await asyncio.sleep(think * rng.uniform(0.5, 1.5))
             if time.monotonic() >= deadline:
@@ -410,6 +427,57 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
     return report
 
 
+BURST_GOAL = 10.0
+"""Seconds: every page of a 30-learner burst ready (its document received) within this."""
+
+
+async def burst(base: str, route: str, learners: int, timeout: float) -> dict:
+    """`learners` open /route within one second: seconds from the burst's first request to each document received."""
+    AsyncHTTPClient.configure(None, max_clients=4 * learners)
+    start = time.perf_counter()
+    ready: list[float] = []
+    errors: list[str] = []
+
+    async def one(k: int) -> None:
+        await asyncio.sleep(k / learners)  # within one second, evenly
+        try:
+            session = await PageSession.open(base, route, timeout=timeout)
+        except Exception as error:
+            errors.append(f"{_kind(error)}: {_what(error, timeout)}")
+            return
+        ready.append(time.perf_counter() - start)
+        await session.close()
+
+    await asyncio.gather(*(one(k) for k in range(learners)))
+    return {"route": route, "learners": learners, "ready": summary(ready), "errors": errors}
+
+
+def run_bursts(routes: list[str], learners: int, timeout: float) -> list[dict]:
+    """One fresh server per page (nothing warm from the page before), its bursts' figures and log problems."""
+    reports = []
+    for route in routes:
+        server = start_server("--max-sessions", str(max(60, 2 * learners)))
+        try:
+            report = asyncio.run(burst(server.url, route, learners, timeout))
+            report["server_log_problems"] = server_log_problems(server.log())
+        finally:
+            stop_server(server)
+        reports.append(report)
+    return reports
+
+
+def print_bursts(reports: list[dict]) -> None:
+    print(f"opening burst: N learners open one page within 1 s, one fresh server per page; seconds from the first request "
+          f"to each page's document received (goal: the last within {BURST_GOAL:g} s for 30)")
+    for r in reports:
+        ready = r["ready"]
+        figures = f"p50 {ready['p50']:.1f} s, p95 {ready['p95']:.1f} s, last {ready['max']:.1f} s" if ready["n"] else "none ready"
+        print(f"  /{r['route']}: {r['learners']} learners, {ready['n']} ready: {figures}; {len(r['errors'])} errors; "
+              f"{len(r['server_log_problems'])} tracebacks or error lines in the server log")
+        for line in (r["errors"] + r["server_log_problems"])[:5]:
+            print(f"    {line}")
+
+
 def server_log_problems(log: str) -> list[str]:
     """The last line of each traceback in the server's log (the exception), and its error lines."""
     lines, problems = log.splitlines(), []
@@ -466,8 +534,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--moves", type=int, default=15, help="slider moves per page visit (default: 15)")
     parser.add_argument("--think", type=float, default=3.0, help="mean seconds between a learner's moves (default: 3)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before an unanswered move or load is an error (default: 30)")
+    parser.add_argument("--burst", type=int, default=0, metavar="N",
+                        help="instead: N learners open each page of --pages within one second; print when each is ready")
+    parser.add_argument("--pages", nargs="+", default=["baselines", "token-world"], help="the pages of --burst (default: baselines token-world)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    if args.burst:
+        reports = run_bursts(args.pages, args.burst, args.timeout)
+        if args.json:
+            print(json.dumps(reports, indent=1))
+        else:
+            print_bursts(reports)
+        return
     runs = Path(tempfile.mkdtemp(prefix="fl-load-runs-"))
     server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs), "OMP_NUM_THREADS": "1"})
     try:

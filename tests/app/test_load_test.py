@@ -7,7 +7,7 @@ import random
 import pytest
 
 from app.pages.baselines import BaselinesPage
-from bench.load_test import Figures, PageSession, Refused, probe, visit
+from bench.load_test import Figures, PageSession, Refused, burst, probe, visit
 
 
 def test_a_learner_finds_the_plot_sliders_and_its_moves_are_answered(roomy_server):
@@ -32,3 +32,9 @@ def test_the_full_server_s_one_sentence_page_is_refused(app_server):
             await first.close()
 
     asyncio.run(two_sessions())
+
+
+def test_a_burst_of_learners_opening_one_page_all_get_it(roomy_server):
+    report = asyncio.run(burst(roomy_server.url, "baselines", 4, timeout=60))
+    assert report["errors"] == [] and report["ready"]["n"] == 4
+    assert report["ready"]["p50"] <= report["ready"]["p95"] <= report["ready"]["max"]
