@@ -24,7 +24,7 @@ import numpy as np
 import panel as pn
 from bokeh.document import Document
 from bokeh.protocol import Protocol
-from panel.io.state import set_curdoc
+from panel.io.state import set_curdoc, state
 
 from app.results_cache import RESULTS
 from bench.bench_page_build import builders, prompts
@@ -58,6 +58,10 @@ def move_costs(route: str, build, moves: int) -> dict[str, list[float]]:
         template = build()
         template.server_doc(doc)
         doc.on_change(events.append)
+        # As a session's document once its browser has connected: Panel then keeps a step's changes held for
+        # the event loop's next tick (taken below, as that tick would), where it drops them for a document
+        # nobody is connected to.
+        state._connected[doc] = True
         for widget in sliders(template):
             label = widget.name or f"slider {len(costs) + 1}"
             right = widget.value < widget.end
@@ -69,6 +73,8 @@ def move_costs(route: str, build, moves: int) -> dict[str, list[float]]:
                 events.clear()
                 start = time.thread_time()
                 widget._process_events({"value": value})
+                events += doc.callbacks._held_events
+                doc.callbacks._held_events = []
                 patches = [e for e in events if hasattr(e, "to_serializable")]
                 if patches:
                     protocol.create("PATCH-DOC", patches).content_json  # noqa: B018 (serialise, as the server does)
