@@ -257,10 +257,13 @@ def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
 
         g_i(b) = (r_i - b) s_i,   s_i = onehot(a_i) - pi
 
-    for every baseline b on the same samples, and their sample moments. Since
-    the mean m(b) = mean(r s) - b mean(s) is linear in b, the squared deviation
-    |g_i - m|^2 = (r_i - b)^2 |s_i|^2 - 2 (r_i - b) s_i.m + |m|^2 needs only (N,) arrays
-    per baseline, never an (N, B, K) one.
+    for every baseline b on the same samples, and their sample moments. With c_i = r_i - b,
+    the mean m(b) = mean(r s) - b mean(s) is linear in b, and the squared deviation
+
+        |g_i - m|^2 - |m|^2 = c_i^2 |s_i|^2 - 2 c_i s_i.m = alpha_i + beta_i b + gamma_i b^2
+
+    is a quadratic in b per sample, so every baseline's moments follow from three (N,) arrays,
+    their means and their covariance: O(N) once, O(1) per baseline, never an (N, B, K) array.
     """
     N, K = s.shape
     s2 = s**2  # (N, K)
@@ -271,15 +274,16 @@ def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
     dot_rs, dot_s = s @ mean_rs, s @ mean_s  # (N,) each: s_i . m(b) = dot_rs - b dot_s
     baselines = np.append(np.asarray(b, dtype=float), b_star)  # (B + 1,)
     mean = mean_rs - baselines[:, None] * mean_s  # (B + 1, K)
-    mean_se = np.empty_like(mean)
-    variance = np.empty(len(baselines))
-    variance_se = np.empty(len(baselines))
-    for j, (base, m) in enumerate(zip(baselines, mean)):
-        c = r - base  # (N,) r_i - b
-        mean_se[j] = np.sqrt(np.maximum((c * c) @ s2 / N - m**2, 0.0) / N)
-        sq_dev = c * (c * s_sq - 2 * (dot_rs - base * dot_s)) + m @ m  # (N,) |g_i - m|^2
-        variance[j] = sq_dev.mean()
-        variance_se[j] = sq_dev.std() / np.sqrt(N)
+    # (1/N) sum_i c_i^2 s_i^2 per component, = mean(r^2 s^2) - 2 b mean(r s^2) + b^2 mean(s^2)
+    second = (r * r) @ s2 / N - 2 * baselines[:, None] * (r @ s2 / N) + baselines[:, None] ** 2 * (np.ones(N) @ s2 / N)  # (B + 1, K)
+    mean_se = np.sqrt(np.maximum(second - mean**2, 0.0) / N)
+    terms = np.stack([r * (r * s_sq - 2 * dot_rs), 2 * (dot_rs + r * dot_s - r * s_sq), s_sq - 2 * dot_s], axis=1)  # (N, 3): alpha, beta, gamma
+    terms_mean = np.ones(N) @ terms / N  # (3,)
+    centred = terms - terms_mean  # (N, 3)
+    terms_cov = centred.T @ centred / N  # (3, 3)
+    powers = baselines[:, None] ** np.arange(3)  # (B + 1, 3): 1, b, b^2
+    variance = powers @ terms_mean + (mean**2).sum(1)  # (B + 1,) mean of |g_i - m|^2
+    variance_se = np.sqrt(np.maximum(np.einsum("bi,ij,bj->b", powers, terms_cov, powers), 0.0) / N)  # sd of |g_i - m|^2 over sqrt(N)
     return MonteCarlo(
         b=baselines[:-1],
         mean_score=mean_s,
