@@ -27,7 +27,7 @@ from app.run_queue import MODELS, QUEUE, ModelCache, Queued, RunQueue, on_device
 from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
 from engines.lm.models import EMBEDDED, ModelNotAvailable, resolve_device
 from engines.lm.settings import REWARD_PREFIX
-from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
+from engines.lm.preferences import BUNDLED_PAIRS, TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
 from engines.lm.reward_model import (
     RewardModelSettings,
     TauSweepRow,
@@ -135,12 +135,6 @@ class Failed:
     """A worker could not finish: the sentence to show."""
 
     message: str
-
-
-BUNDLED_PAIRS = Path(__file__).resolve().parents[2] / "assets" / "preferences" / "pairs-2000-seed0.npz"
-"""The default pair set (PairSettings' 2,000 pairs, seed 0, the embedded model), made once by
-`feedback-lab make-pairs --pairs 2000 --tau-label 0.5 --seed 0`: every learner who opens the
-page starts from it at once instead of sampling the same 4,000 continuations again."""
 
 
 def pairs_key(settings: PairSettings) -> tuple:

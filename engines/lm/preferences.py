@@ -38,6 +38,10 @@ from engines.settings import finite, require
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "preferences"
 POSITIVE_PATH = ASSETS / "positive.txt"
 NEGATIVE_PATH = ASSETS / "negative.txt"
+BUNDLED_PAIRS = ASSETS / "pairs-2000-seed0.npz"
+"""The default pair set (PairSettings' 2,000 pairs, seed 0, the embedded model), made once by
+`feedback-lab make-pairs --pairs 2000 --tau-label 0.5 --seed 0`: the reward-model page and the lab
+start from it at once instead of sampling the same 4,000 continuations again."""
 
 POSITIVE_CAP = 3
 """At most this many distinct positive words count toward g."""

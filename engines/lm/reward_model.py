@@ -312,11 +312,12 @@ class TrainingProgress:
     """The finished model, on the last report only."""
 
 
-def iter_train_reward_model(pairs: PreferencePairs, settings: RewardModelSettings = RewardModelSettings()
-                            ) -> Iterator[TrainingProgress]:
+def iter_train_reward_model(pairs: PreferencePairs, settings: RewardModelSettings = RewardModelSettings(),
+                            pair_loss: Callable = bt_loss) -> Iterator[TrainingProgress]:
     """Train r_phi on a seeded split of `pairs` with bt_loss (equation 14), yielding progress every eval_every steps.
 
-    Each step draws `batch` training pairs, scores y_w and y_l with the same parameters and
+    `pair_loss(reward_w, reward_l)` is the loss, equation 14 by default; the lab's Exercise 4
+    passes the learner's own, so that the model trains with what they wrote. Each step draws `batch` training pairs, scores y_w and y_l with the same parameters and
     takes an AdamW step on -mean log sigma(r_w - r_l). The last report carries the trained
     model, normalised (equation 15) on the raw scores of the held-out responses.
     """
@@ -337,7 +338,7 @@ def iter_train_reward_model(pairs: PreferencePairs, settings: RewardModelSetting
     for step in range(1, s.steps + 1):
         idx = torch.as_tensor(rng.integers(len(train), size=s.batch))
         r = model(torch.cat([x_w[idx], x_l[idx]]), torch.cat([len_w[idx], len_l[idx]]))  # (2B,) one pass
-        loss = bt_loss(r[: s.batch], r[s.batch:])
+        loss = pair_loss(r[: s.batch], r[s.batch:])
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
@@ -357,9 +358,10 @@ def iter_train_reward_model(pairs: PreferencePairs, settings: RewardModelSetting
 
 
 def train_reward_model(pairs: PreferencePairs, settings: RewardModelSettings = RewardModelSettings(),
-                       on_progress: Callable[[TrainingProgress], None] | None = None) -> TrainedRewardModel:
+                       on_progress: Callable[[TrainingProgress], None] | None = None,
+                       pair_loss: Callable = bt_loss) -> TrainedRewardModel:
     """Run `iter_train_reward_model` to the end and return the trained model; `on_progress` sees every report."""
-    for progress in iter_train_reward_model(pairs, settings):
+    for progress in iter_train_reward_model(pairs, settings, pair_loss):
         if on_progress is not None:
             on_progress(progress)
     return progress.trained
@@ -427,13 +429,14 @@ class TauSweepRow:
 
 
 def iter_tau_sweep(pairs: PreferencePairs, taus, settings: RewardModelSettings = RewardModelSettings(),
-                   label_seed: int = 0) -> Iterator[TauSweepRow]:
+                   label_seed: int = 0, pair_loss: Callable = bt_loss) -> Iterator[TauSweepRow]:
     """Seed 001's stretch: relabel the same responses at each tau_label (equation 12), retrain, yield the reading.
 
     The split and the training seed stay fixed, so only the rater's noise changes from row to row.
+    `pair_loss` is equation 14 as `iter_train_reward_model` takes it.
     """
     for tau in taus:
-        trained = train_reward_model(relabel(pairs, float(tau), label_seed), settings)
+        trained = train_reward_model(relabel(pairs, float(tau), label_seed), settings, pair_loss=pair_loss)
         yield TauSweepRow(tau_label=float(tau), evaluation=trained.evaluation)
 
 
