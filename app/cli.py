@@ -6,10 +6,12 @@
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
     feedback-lab train-reward --pairs FILE --out FILE [--json]
     feedback-lab make-embedded-model [options]
+    feedback-lab lab [--out DIR] [--solutions]
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
-`serve` starts the web app (see `app/server.py`); the others run the language-model
-work without a browser, writing the same files as the pages. Every option of a figure
+`serve` starts the web app (see `app/server.py`); `lab` writes the lab's notebook (see
+`app/lab/`); the others run the language-model work without a browser, writing the same
+files as the pages. Every option of a figure
 or a run is a field of its settings dataclass, with the same default and the same
 one-line help; an invalid value is refused with one sentence and exit status 2.
 """
@@ -31,6 +33,7 @@ COMMANDS = {
     "make-pairs": ("app.preferences_cli", "add_make_pairs_arguments", "run_make_pairs", "sample and label preference pairs"),
     "train-reward": ("app.preferences_cli", "add_train_reward_arguments", "run_train_reward", "train a reward model on pairs"),
     "make-embedded-model": ("app.embedded_model", "add_arguments", "run", "rebuild the embedded language model"),
+    "lab": ("app.lab", "add_arguments", "run", "write out the lab's notebook (seed 001's six exercises)"),
 }
 """Commands whose modules (torch, transformers) load only when the command runs."""
 

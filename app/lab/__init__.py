@@ -9,8 +9,10 @@ page offers it for download with the list below.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,3 +83,20 @@ def write_notebook(out_dir: Path | str, solutions: bool = False) -> Path:
     path = out / (NOTEBOOK.stem + ("-solutions" if solutions else "") + NOTEBOOK.suffix)
     path.write_text(json.dumps(notebook(solutions), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default=".", metavar="DIR", help="folder to write the notebook into (default: here)")
+    parser.add_argument("--solutions", action="store_true",
+                        help="write the notebook with every stub replaced by its solution (for teachers)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        path = write_notebook(args.out, args.solutions)
+    except OSError as error:
+        print(f"feedback-lab lab: error: cannot write into {args.out}: {error.strerror or error}.", file=sys.stderr)
+        return 2
+    print(f"Wrote {path}. Open it with `jupyter lab {path}` where Feedback Lab is installed "
+          '(`pip install -e ".[lab]"` adds Jupyter).')
+    return 0

@@ -157,10 +157,10 @@ def exercise0(logp_y, p_exact) -> Checkpoint:
         if logp_y is None or p_exact is None:
             raise Wrong("logp_y and p_exact are still None: compute them in the cell above (Equation 2), then run this one.")
         logp = _numbers("logp_y", logp_y)
-        if logp.ndim == 2 and _close(logp, math.log(1 / V)):
+        if logp.size and _close(logp, np.full(logp.shape, math.log(1 / V))):
             raise Wrong(f"logp_y holds one number per token, log(1/{V}) = {math.log(1 / V):.3f}: Equation 2 sums the "
                         f"T = {T} per-step terms, so sum over the last axis.")
-        if logp.size and _close(logp, exact_logp / math.log(10)):
+        if logp.size and _close(logp, np.full(logp.shape, exact_logp / math.log(10))):
             raise Wrong("logp_y is a base-10 logarithm: log-probabilities here are natural logarithms (torch.log, np.log).")
         if logp.size == 0 or not _close(logp, np.full(logp.shape, exact_logp)):
             raise Wrong(f"logp_y should be {exact_logp:.3f} for every response of the uniform policy, got "
@@ -340,31 +340,30 @@ def train_toy(returns_to_go, reinforce_loss, ready=(), steps: int = TOY.steps, s
 
 
 def _check_loo(loo_baseline) -> None:
-    R = torch.tensor([[3.0], [1.0], [0.0], [0.0]], dtype=torch.float64)  # section 4's check-yourself, N = 4, T = 1
-    got = _numbers("loo_baseline", _call("loo_baseline", loo_baseline, R.clone()))
-    want = np.array([[1 / 3], [1.0], [4 / 3], [4 / 3]])
-    if got.size == 1:  # one number for the whole batch, as a batch mean kept with keepdim
-        got = np.broadcast_to(got.reshape(1, 1), want.shape)
-    if _close(got, np.full(want.shape, 1.0)):
-        raise Wrong("your baseline includes the reply's own reward (it is the batch mean): b^(i) averages the other "
-                    "N - 1 returns and leaves R_i out (Equation 9).")
-    if _close(got, (4.0 - R.numpy()) / 4):
-        raise Wrong("your baseline divides the others' sum by N; there are N - 1 others, so divide by N - 1.")
-    if not _close(got, want):
-        raise Wrong(f"for rewards (3, 1, 0, 0) your baseline gave {np.array2string(got.ravel(), precision=3)}, "
-                    "expected (1/3, 1, 4/3, 4/3): the mean of the other three rewards for each sample.")
-    returns = torch.rand(5, TOY.T, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    got = _numbers("loo_baseline", _call("loo_baseline", loo_baseline, returns.clone()))
-    if got.shape != tuple(returns.shape):
-        raise Wrong(f"loo_baseline gave shape {got.shape} for returns of shape {tuple(returns.shape)}: return one "
-                    "baseline per sample and position, (N, T).")
-    want = (returns.sum(0, keepdim=True) - returns).numpy() / 4
-    if not _close(got, want):
-        if _close(got, (returns.sum(-1, keepdim=True) - returns).numpy() / (TOY.T - 1)):
+    """Random (N, T) returns first (the shape and the axis), then section 4's check-yourself."""
+    for R in (torch.rand(5, TOY.T, generator=torch.Generator().manual_seed(2), dtype=torch.float64),
+              torch.tensor([[3.0], [1.0], [0.0], [0.0]], dtype=torch.float64)):
+        N, T = R.shape
+        got = _numbers("loo_baseline", _call("loo_baseline", loo_baseline, R.clone()))
+        x = R.numpy()
+        if got.shape in ((), (1,), (1, T)):  # one baseline for the whole batch (a batch mean kept with keepdim)
+            got = np.broadcast_to(got.reshape(-1)[None, :] if got.size == T else got.reshape(1, 1), x.shape)
+        if got.shape != x.shape:
+            raise Wrong(f"loo_baseline gave shape {got.shape} for returns of shape {x.shape}: return one baseline per "
+                        "sample and position, (N, T).")
+        if _close(got, (x.sum(0, keepdims=True) - x) / (N - 1)):
+            continue
+        if _close(got, np.broadcast_to(x.mean(0, keepdims=True), x.shape)):
+            raise Wrong("your baseline includes the reply's own reward (it is the batch mean): b^(i) averages the "
+                        "other N - 1 returns and leaves R_i out (Equation 9).")
+        if _close(got, (x.sum(0, keepdims=True) - x) / N):
+            raise Wrong("your baseline divides the others' sum by N; there are N - 1 others, so divide by N - 1.")
+        if T > 1 and _close(got, (x.sum(-1, keepdims=True) - x) / (T - 1)):
             raise Wrong("loo_baseline averages along the T positions; average across the N samples (dim 0), "
                         "position by position.")
-        raise Wrong("loo_baseline is right for one position but not for (N, T) returns: at each position t, "
-                    "b_t^(i) is the mean of the other samples' G_t.")
+        raise Wrong(f"for rewards (3, 1, 0, 0) the leave-one-out baselines are (1/3, 1, 4/3, 4/3), the mean of the "
+                    f"other three for each sample; yours gave {np.array2string(got.ravel()[:4], precision=3)} on "
+                    f"{'those' if T == 1 else 'random (5, 6) returns (first row)'}.")
 
 
 def _baseline_weights(G: np.ndarray, loo_baseline) -> np.ndarray:

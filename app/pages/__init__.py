@@ -17,10 +17,10 @@ import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
 
-PAGE_ORDER = ("baselines", "toy_target", "bandit", "token_world", "live_run", "kl", "preferences", "reward_model")
+PAGE_ORDER = ("baselines", "toy_target", "bandit", "token_world", "live_run", "kl", "preferences", "reward_model", "lab")
 """Every page the app knows, in reading order: each text's own order of sections kept, the two merged
 by topic (the policy gradient and its noise, critics, a language model and its KL penalty, rewards
-learned from comparisons)."""
+learned from comparisons), then the lab's notebook, which exercises module 9 as a whole."""
 
 SECTIONS = {
     "baselines": "Module 9, sections 3 and 4",
@@ -31,6 +31,7 @@ SECTIONS = {
     "kl": "Chapter 6, section 6.12",
     "preferences": "Module 9, sections 6 and 7",
     "reward_model": "Module 9, section 8",
+    "lab": "Module 9, the lab: Exercises 0 to 5 and the stretch",
 }
 """Where each page's material is in the two texts (chapter 6 of the book, module 9 of the workshop)."""
 
