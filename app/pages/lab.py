@@ -49,7 +49,7 @@ class LabPage(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.download = pn.widgets.FileDownload(file=str(NOTEBOOK), filename=NOTEBOOK.name, embed=False,
-                                                label=f"Download the notebook ({NOTEBOOK.name})", button_type="primary",
+                                                label=f"Download the notebook ({NOTEBOOK.name})", color="primary",
                                                 width=320)
 
     def __panel__(self):
