@@ -4,8 +4,9 @@
 
 For the index and each analytic page: the page in its template (`app.server.build_page`), the
 template's Bokeh document (`server_doc`, which creates every Bokeh model), and that document as
-JSON (what the browser is sent); the median of `--repeats` visits after one to warm up, and the
-number of Bokeh models. Each visit is built with its document as Panel's current document, as a
+JSON (what the browser is sent), in CPU seconds of the thread that serves the visit (work a page
+hands to a worker thread, such as a training run it starts, is not counted); the median of
+`--repeats` visits after one to warm up, and the number of Bokeh models. Each visit is built with its document as Panel's current document, as a
 server session is (Panel then shares one stylesheet model per document instead of one per
 component). A first visit opens with the guided prompts on and nothing answered; `--revealed`
 times the page with every prediction card answered too (a learner who comes back: its guarded
@@ -43,16 +44,16 @@ def prompts(on: bool):
 
 
 def visit(build, revealed: bool = False) -> tuple[float, float, float, int]:
-    """Seconds of CPU to build the page, to build its document and to serialise it; the document's model count."""
+    """Seconds of this thread's CPU to build the page, to build its document and to serialise it; the document's model count."""
     doc = Document()
     with set_curdoc(doc), prompts(not revealed):
-        start = time.process_time()
+        start = time.thread_time()
         template = build()
-        built = time.process_time()
+        built = time.thread_time()
         template.server_doc(doc)
-        documented = time.process_time()
+        documented = time.thread_time()
         doc.to_json()
-        done = time.process_time()
+        done = time.thread_time()
     return built - start, documented - built, done - documented, len(list(doc.models))
 
 
