@@ -230,6 +230,13 @@ class PageSession:
         await self.send_events([{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
             "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": button}]]}}}])
 
+    async def revealed(self, titles: set[str], timeout: float) -> None:
+        """Wait (at most `timeout` seconds) until a slider titled in `titles` is movable: the parts of a page that
+        the stored guide reveals arrive as a patch after the document, later the busier the server is."""
+        deadline = time.perf_counter() + timeout
+        while not self.closed and time.perf_counter() < deadline and not any(self.sliders[s]["title"] in titles for s in self.movable()):
+            await asyncio.sleep(0.05)
+
     async def settle(self, quiet: float = 0.5, longest: float = 5.0) -> None:
         """Wait until the server has sent nothing for `quiet` seconds (at most `longest` seconds)."""
         deadline = time.perf_counter() + longest
@@ -322,7 +329,9 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
         return
     figures.loads.setdefault(route, []).append(time.perf_counter() - start)
     try:
-        await session.settle(quiet=0.2)  # the parts the stored guide reveals arrive as a patch
+        await session.revealed(titles, timeout)
+        if titles and not session.closed and not any(session.sliders[s]["title"] in titles for s in session.movable()):
+            figures.error("timeout", route, f"the page's sliders did not arrive within {timeout:.0f} s")
         for step in range(moves):
             await asyncio.sleep(think * rng.uniform(0.5, 1.5))
             if time.monotonic() >= deadline:
