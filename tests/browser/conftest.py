@@ -102,12 +102,13 @@ def open_page(page, server_url, console_errors):
             prompts_off = True
         page.goto(f"{server_url}/{route}{query}")
         # The document has rendered once Bokeh has its models and the first canvas (or, with prompts on, the
-        # first question: the plots behind it are built once it is answered) is drawn.
+        # first question: the plots behind it are built once it is answered) is drawn; the index and the lab
+        # page, which have no plot, once their listing is.
         page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
-        page.locator(".bk-Canvas, .fl-index, .fl-predict").first.wait_for(state="attached", timeout=20_000)
+        page.locator(".bk-Canvas, .fl-index, .fl-lab, .fl-predict").first.wait_for(state="attached", timeout=20_000)
         _wait_for_guide(page)
         if not prompts:  # the parts behind the questions arrive once the browser's stored guide has reached the server
-            page.locator(".bk-Canvas, .fl-index").first.wait_for(state="attached", timeout=30_000)
+            page.locator(".bk-Canvas, .fl-index, .fl-lab").first.wait_for(state="attached", timeout=30_000)
         return page
 
     return go
