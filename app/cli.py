@@ -1,7 +1,8 @@
 """The `feedback-lab` command line.
 
     feedback-lab figures NAME [options] [--json]
-    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [limits]
+    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin]
+                       [--scheduler tcp://HOST:PORT] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
     feedback-lab train-reward --pairs FILE --out FILE [--json]
@@ -9,9 +10,10 @@
     feedback-lab lab [--out DIR] [--solutions]
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
-`serve` starts the web app (see `app/server.py`); `lab` writes the lab's notebook (see
-`app/lab/`); the others run the language-model work without a browser, writing the same
-files as the pages. Every option of a figure
+`serve` starts the web app (see `app/server.py`) and the Dask cluster its model jobs run on,
+or joins one (see `app/cluster.py`); `lab` writes the lab's notebook (see `app/lab/`); the
+others run the language-model work without a browser, writing the same files as the pages.
+Every option of a figure
 or a run is a field of its settings dataclass, with the same default and the same
 one-line help; an invalid value is refused with one sentence and exit status 2.
 """
@@ -25,6 +27,7 @@ import os
 import sys
 
 from app import limits
+from app.cluster import SCHEDULER_VARIABLE
 from app.figures import FIGURES
 from app.options import add_settings_options, settings_from_args
 
@@ -56,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--show", action="store_true", help="open the app in a browser")
     serve.add_argument("--admin", action="store_true", help="also serve Panel's admin page at /admin (sessions, memory, logs)")
+    serve.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                       help=f"run the model jobs on the Dask cluster of this scheduler (default: ${SCHEDULER_VARIABLE}, "
+                            "else a local cluster of worker processes started with the server)")
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
         commands.add_parser(name, help=help_text, add_help=False)  # main() hands these their own options
@@ -93,10 +99,19 @@ def run_server(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"feedback-lab serve: error: {error}", file=sys.stderr)
         return 2
-    # The run queue reads its slots when first imported, so the option reaches it through its variable.
+    # The cluster reads its slots when first imported, so the option reaches it through its variable.
     os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
-    from app.server import serve  # panel loads only when the app is served
+    from app import cluster
+    from app.server import serve, share_cores  # panel loads only when the app is served
 
+    share_cores()  # before the local cluster starts: its worker processes inherit OMP_NUM_THREADS
+    jobs = cluster.Cluster(args.scheduler or os.environ.get(SCHEDULER_VARIABLE), server_limits.max_runs_per_device)
+    try:
+        jobs.start()
+    except cluster.SchedulerUnreachable as error:
+        print(f"feedback-lab serve: error: {error}", file=sys.stderr)
+        return 2
+    cluster.install(jobs)
     serve(port=args.port, address=args.address, websocket_origin=websocket_origins(args.allow_websocket_origin), show=args.show,
           server_limits=server_limits, admin=args.admin)
     return 0

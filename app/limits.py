@@ -4,7 +4,7 @@ Each field of `ServerLimits` is one option of `feedback-lab serve` (`max_session
 `--max-sessions`) and one environment variable (`FEEDBACK_LAB_MAX_SESSIONS`); an option
 given on the command line wins over the variable, the variable over the default. The one
 exception in naming is `max_runs_per_device`, whose variable is the run queue's own
-FEEDBACK_LAB_RUNS_PER_DEVICE (app/run_queue.py), so that both read the same setting.
+FEEDBACK_LAB_RUNS_PER_DEVICE (app/cluster.py), so that both read the same setting.
 
 `serve()` installs the limits in force (`install`); pages read them with `current()`.
 They are set once, at start-up, and only read afterwards.
@@ -18,7 +18,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from app.run_queue import SLOTS_VARIABLE
+from app.cluster import SLOTS_VARIABLE
 from engines.settings import field_docs, require
 
 ENV_PREFIX = "FEEDBACK_LAB_"

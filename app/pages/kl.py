@@ -24,7 +24,8 @@ from bokeh.models import ColumnDataSource, CustomJSTickFormatter, DataRange1d, F
 from bokeh.transform import dodge
 
 import app.runs
-from app.run_queue import MODELS, QUEUE, Queued, RunQueue, on_device, told_waiting
+from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
+from app.model_jobs import frontier_progress
 from engines.kl_optimal import (
     REFERENCE,
     WORDS,
@@ -318,24 +319,13 @@ class FrontierView:
     """One sentence when the work failed."""
 
 
-def frontier_views(source: dict, prompts: int, samples: int, seed: int, queue: RunQueue = QUEUE) -> Iterator:
-    """Load the model and the reward once per server, wait for the device in `queue` (Queued snapshots),
-    then sample and score: a FrontierView per batch.
-
-    Runs on the worker thread; torch is imported here, when a frontier is first asked for.
-    """
-    from engines.lm.frontier import LMFrontier
-    from engines.lm.models import ModelNotAvailable, resolve_device
-
+def frontier_views(source: dict, prompts: int, samples: int, seed: int, cluster: Cluster | None = None) -> Iterator:
+    """Wait for the device on the cluster (Queued snapshots), then sample and score there (the worker loads the
+    model and the reward once): a FrontierView per batch. Torch is never imported in this process."""
     yield FrontierView(total=prompts, samples=samples)
     try:
         settings = LMFrontierSettings(prompts=prompts, samples=samples, seed=seed, **source)
-        device = resolve_device(settings.device)
-        model, tokenizer = MODELS.model(settings.model, device)
-        reward = MODELS.reward(settings.reward, device)
-        work = LMFrontier(settings, model=model, tokenizer=tokenizer, reward=reward)
-        label = f"KL page · frontier, {prompts} prompts × {samples} replies"
-        for progress in on_device(queue, str(device), label, work.steps()):
+        for progress in frontier_progress(settings, cluster):
             if isinstance(progress, Queued):
                 yield progress
                 continue
@@ -344,7 +334,7 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int, queue: R
                 frontier=sampled_frontier(progress.rewards, LM_BETAS),
                 best_reply=f"{html.escape(progress.prompts[0])}<b>{html.escape(progress.best_replies[0])}</b>",
             )
-    except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:
+    except (ValueError, OSError, RuntimeError) as error:  # a model that cannot be loaded (ModelNotAvailable), a dead worker
         yield FrontierView(total=prompts, samples=samples, message=str(error))
 
 
@@ -411,9 +401,9 @@ class KLPage(pn.viewable.Viewer):
     CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed")
 
     def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
-                 queue: RunQueue | None = None, **params):
+                 cluster: Cluster | None = None, **params):
         super().__init__(**params)
-        self.queue = queue or QUEUE  # the frontier's sampling waits for the device like a run
+        self.cluster = cluster or current_cluster()  # the frontier's sampling is a model job, as a run is
         self.runs = live_runs(runs_dir)
         self.sources = {source_label(LM_SOURCE): LM_SOURCE} | {source_label(run_source(r)): run_source(r) for r in self.runs}
         self.param.lm_source.objects = list(self.sources)
@@ -522,7 +512,7 @@ class KLPage(pn.viewable.Viewer):
         self.lm_controls.param.update(running=True, progress=0.0)
         self.lm_status.object = "<p>Loading the model and the reward…</p>"
         source, M, m, seed = self.sources[self.lm_source], self.lm_prompts, self.lm_samples, self.lm_seed
-        self.lm_run.start(lambda: frontier_views(source, M, m, seed, self.queue))
+        self.lm_run.start(lambda: frontier_views(source, M, m, seed, self.cluster))
 
     def stop_frontier(self) -> None:
         self.lm_run.stop()

@@ -8,12 +8,12 @@ the entropy and the held-out distinct-n as the run goes, shades each token of th
 replies by its log-ratio to the reference, and shows the seed's held-out `[eval]` table and
 its token-by-token worked example.
 
-The run trains on a worker thread; every result is appended to its run folder
-(app/runs.py) before it is shown, so a closed tab or a killed server loses at most the step
-in flight. Runs wait their turn per device (app/run_queue.py). When a tab closes, its
-queued run leaves the line and its running run stops at the next step boundary: the step in
-flight is finished and written first, then the files are closed, and the run is listed as
-interrupted. (Closing a tab stops its work, as on every page; and no unwatched run holds the
+The run is a model job (app/model_jobs.py) on the server's Dask cluster: a worker process
+trains it and appends every result to its run folder (app/runs.py) before sending it, so a
+closed tab or a killed server loses at most the step in flight. Runs wait their turn per
+device across the cluster. When a tab closes, its queued run leaves the line and its running
+run stops at the next step boundary: the step in flight is finished and written first, then
+the files are closed, and the run is listed as interrupted. (Closing a tab stops its work, as on every page; and no unwatched run holds the
 device while others wait.) A paused run keeps its place on the device until it is resumed or
 stopped, so a class can pause to read the samples without losing its turn.
 
@@ -27,45 +27,37 @@ sentence says it cannot be fetched. The server's limits (app/limits.py) bound ev
 
 from __future__ import annotations
 
-import copy
 import html
 import io
-import itertools
 import math
 import re
-import threading
-import time
 import unicodedata
 import zipfile
 from functools import partial
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import panel as pn
 import param
-import torch
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
-from bokeh.palettes import PuOr
 
+from app.cluster import Cluster, current as current_cluster
 from app.limits import ServerLimits, current as current_limits
-from app.run_queue import MODELS, POLL_SECONDS, QUEUE, ModelCache, RunQueue
-from app.runs import (FILES, RUNS_DIR, Run, RunWriter, eval_record, learned_rewards, new_run_id, read_run, run_config,
-                      step_record)
+from app.model_jobs import LiveRun, LiveState, run_label
+from app.runs import FILES, RUNS_DIR, Run, learned_rewards, read_run
 from app.train_lm import format_eval, format_worked_example
-from engines.lm.models import (EMBEDDED, EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch,
-                               resolve_device)
-from engines.lm.reinforce import LMRun
-from engines.lm.results import EvalResult, Sample, StepResult, worked_example
-from engines.lm.rewards import REWARDS, SEED_CLASSIFIER
-from engines.lm.settings import REWARD_PREFIX, LMSettings, default_lr
+from engines.lm.models import EMBEDDED, EMBEDDED_DIR
+from engines.lm.results import EvalResult, worked_example
+from engines.lm.rewards import REWARDS
+from engines.lm.settings import DEVICES, REWARD_PREFIX, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
+from widgets.run_html import CSS as RUN_CSS, eval_table_html, ratio_scale_html, samples_html, worked_example_html
 from widgets.streaming import StreamingRun, in_document
 from widgets.style import OKABE_ITO, plot
 from widgets.url_state import sync_url
@@ -75,34 +67,14 @@ SUMMARY = "Train a language model against a sentiment reward in the browser: rew
 
 DEFAULTS = LMSettings()
 """The engine's defaults (the seed's recipe): every control starts from them."""
-DEVICE_CHOICES = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-"""Devices offered: CUDA only where a GPU answers."""
 KEEP_SAMPLES = DEFAULTS.keep_samples
 """Newest replies kept per step for display (fewer when a step has fewer prompts)."""
 STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time", "gold")
 EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2", "gold")
 """The curves' columns; "gold" is NaN (drawn as nothing) unless the reward is a learned reward model."""
-EVAL_TABLE = (
-    ("step", "step", "{:d}"),
-    ("reward", "reward", "{:+.2f}"),
-    ("p_positive", "P(positive)", "{:.3f}"),
-    ("kl_exact", "KL (nats/reply)", "{:.2f}"),
-    ("entropy", "entropy", "{:.2f}"),
-    ("ref_perplexity", "ref-perplexity", "{:.1f}"),
-    ("distinct_1", "distinct-1", "{:.3f}"),
-    ("distinct_2", "distinct-2", "{:.3f}"),
-)
-"""The seed's `[eval]` columns, with the seed's rounding (format_eval)."""
-GOLD_COLUMN = ("gold", "gold", "{:+.2f}")
-"""Shown after the reward when the reward is a learned reward model (its gold score g)."""
 LIVE = OKABE_ITO["blue"]
 OVERLAY_COLOURS = tuple(OKABE_ITO[k] for k in ("orange", "green", "vermillion", "purple", "sky", "yellow", "grey"))
 """Colours of earlier runs drawn over the curves, in the order they are ticked."""
-RATIO_PALETTE = PuOr[11]
-"""ColorBrewer's PuOr, diverging and colour-blind safe: purple (the policy likes the token less
-than the reference does), white (as much), orange (more)."""
-RATIO_LIMIT = 4.0
-"""Log-ratios beyond +-4 nats get the palette's darkest colours."""
 MODEL_CHARS = 200
 """Longest model name, hub id or folder the page takes (less where the server's max_prompt_chars is less)."""
 MODEL_PATTERN = rf"^[^\x00-\x1f]{{0,{MODEL_CHARS}}}$"
@@ -164,75 +136,11 @@ CSS = """
 .fl-queue { margin: 0 0.6em; opacity: 0.85; }
 .fl-legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.4em; align-items: center; margin: 0.2em 0.6em; }
 .fl-swatch { display: inline-block; width: 1.6em; height: 0.3em; vertical-align: middle; margin-right: 0.4em; }
-.fl-samples { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.95em; margin: 0 0.6em; }
-.fl-sample { margin: 0.35em 0; line-height: 1.7; white-space: pre-wrap; }
-.fl-prompt { opacity: 0.7; }
-.fl-tok { padding: 0.05em 0; border-radius: 2px; }
-.fl-R { margin-left: 0.8em; opacity: 0.8; font-family: sans-serif; }
-.fl-scale { display: flex; align-items: center; gap: 0.5em; margin: 0.3em 0.6em; font-size: 0.9em; }
-.fl-scale span.fl-bin { display: inline-block; width: 1.6em; height: 1em; }
-.fl-table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.2em 0.6em; }
-.fl-table th, .fl-table td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.3); }
-.fl-table td.fl-text, .fl-table th.fl-text { text-align: left; font-family: ui-monospace, Menlo, Consolas, monospace; }
-.fl-lines { font-size: 0.85em; margin: 0.2em 0.6em; white-space: pre-wrap; }
 .fl-caption { margin: 0.3em 0.6em; }
-"""
+""" + RUN_CSS
 
 
 # ----------------------------------------------------------------------------- what the page shows
-
-
-def ratio_colours(log_ratio: float) -> tuple[str, str]:
-    """(background, text) colour of a token whose log pi - log ref is `log_ratio` nats."""
-    x = min(max(float(log_ratio), -RATIO_LIMIT), RATIO_LIMIT)
-    k = int(round((x + RATIO_LIMIT) / (2 * RATIO_LIMIT) * (len(RATIO_PALETTE) - 1)))
-    dark = k <= 1 or k >= len(RATIO_PALETTE) - 2
-    return RATIO_PALETTE[k], "#ffffff" if dark else "#1a1a1a"
-
-
-def token_text(token: str) -> str:
-    """A token as shown: HTML-escaped, a line break written as ↵ so the reply stays on its line."""
-    return html.escape(token.replace("\n", "↵"))
-
-
-def sample_html(sample: Sample) -> str:
-    """One reply after its prompt, each token shaded by its log-ratio (hover: the number)."""
-    tokens = "".join(
-        f'<span class="fl-tok" style="background:{bg};color:{fg}" title="log π − log π_ref = {r:+.3f} nats">{token_text(t)}</span>'
-        for t, r, (bg, fg) in ((t, r, ratio_colours(r)) for t, r in zip(sample.tokens, sample.log_ratio))
-    )
-    return (
-        f'<div class="fl-sample"><span class="fl-prompt">{token_text(sample.prompt)}</span>{tokens}'
-        f'<span class="fl-R">R = {sample.reward:+.2f}, Σ log-ratio = {sum(sample.log_ratio):+.2f}</span></div>'
-    )
-
-
-def samples_html(step: int, samples: tuple[Sample, ...]) -> str:
-    if not samples:
-        return '<p class="fl-caption">The newest replies appear here once the run has trained a step.</p>'
-    rows = "".join(sample_html(s) for s in samples)
-    return f'<p class="fl-caption">The training batch of step {step}: one reply to each of its first {len(samples)} prompts (prompt greyed).</p><div class="fl-samples">{rows}</div>'
-
-
-def ratio_scale_html() -> str:
-    """The legend of the token shading: the palette's bins from -4 to +4 nats."""
-    bins = "".join(f'<span class="fl-bin" style="background:{c}"></span>' for c in RATIO_PALETTE)
-    return (
-        f'<div class="fl-scale"><span>log π − log π_ref: −{RATIO_LIMIT:g} nats or less</span>{bins}'
-        f"<span>+{RATIO_LIMIT:g} or more</span></div>"
-        '<p class="fl-caption">Purple: the policy now likes the token less than the reference does; white: about as much; '
-        "orange: more (there the KL penalty lands). Hover a token for its value.</p>"
-    )
-
-
-def eval_table_html(evals: list[dict]) -> str:
-    """One row per held-out evaluation, the seed's `[eval]` columns and rounding (and the gold score, if any)."""
-    if not evals:
-        return '<p class="fl-caption">The held-out evaluation runs at the start, every few steps and at the end.</p>'
-    columns = EVAL_TABLE[:2] + ((GOLD_COLUMN,) if any("gold" in e for e in evals) else ()) + EVAL_TABLE[2:]
-    head = "".join(f"<th>{label}</th>" for _, label, _ in columns)
-    rows = "".join("<tr>" + "".join(f"<td>{fmt.format(e[key])}</td>" for key, _, fmt in columns) + "</tr>" for e in evals)
-    return f'<table class="fl-table fl-evals"><tr>{head}</tr>{rows}</table>'
 
 
 def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
@@ -333,23 +241,6 @@ def limit_problem(settings: LMSettings, highest: dict[str, int]) -> str:
     return ""
 
 
-def worked_example_html(result: EvalResult, i: int, reward: str) -> str:
-    """Seed 000 section 6.12's table for held-out reply `i`: token, log pi, log ref, log-ratio, r_t, G_t."""
-    ex = worked_example(result, i)
-    lines = format_worked_example(ex, reward_label(reward)).splitlines()
-    head = "<tr><th>t</th><th class='fl-text'>token</th><th>log π</th><th>log ref</th><th>log-ratio</th><th>r_t</th><th>G_t</th></tr>"
-    rows = "".join(
-        f"<tr><td>{t}</td><td class='fl-text'>{html.escape(repr(tok))}</td><td>{ex.logp[t]:.3f}</td><td>{ex.ref_logp[t]:.3f}</td>"
-        f"<td style='background:{ratio_colours(ex.log_ratio[t])[0]};color:{ratio_colours(ex.log_ratio[t])[1]}'>{ex.log_ratio[t]:+.3f}</td>"
-        f"<td>{ex.r[t]:+.3f}</td><td>{ex.G[t]:+.3f}</td></tr>"
-        for t, tok in enumerate(ex.tokens)
-    )
-    return (
-        f'<p class="fl-caption">{html.escape(lines[0])}</p><table class="fl-table fl-worked">{head}{rows}</table>'
-        f'<p class="fl-caption fl-worked-total">{html.escape(lines[-1].strip())}</p>'
-    )
-
-
 def example_options(result: EvalResult) -> dict[str, int]:
     """The worked-example selector's entries: every held-out reply of an evaluation."""
     return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
@@ -387,23 +278,6 @@ def columns_of(records: list[dict], keys: tuple[str, ...]) -> dict[str, list]:
     return {k: [r.get(k, math.nan) for r in records] for k in keys}
 
 
-def run_label(settings: LMSettings) -> str:
-    """A run as the queue shows it."""
-    return f"{settings.model} · {settings.reward} · β {settings.beta:g} · {settings.steps} steps"
-
-
-def new_run_folder(root: Path, settings: LMSettings) -> Path:
-    """A fresh folder root/ID (ID from new_run_id, with -2, -3, ... if two runs start in one second)."""
-    base = new_run_id(settings)
-    for n in itertools.count(1):
-        folder = root / (base if n == 1 else f"{base}-{n}")
-        try:
-            folder.mkdir(parents=True)
-            return folder
-        except FileExistsError:
-            continue
-
-
 def zip_runs(folders: list[Path]) -> io.BytesIO:
     """The run folders' files in one zip, a folder per run."""
     buffer = io.BytesIO()
@@ -414,40 +288,6 @@ def zip_runs(folders: list[Path]) -> io.BytesIO:
                     archive.write(folder / name, f"{folder.name}/{name}")
     buffer.seek(0)
     return buffer
-
-
-@dataclass(frozen=True)
-class LiveState:
-    """A snapshot of this tab's run, handed from the worker thread to the page."""
-
-    phase: str
-    """'loading', 'queued', 'running', 'paused' or 'error'."""
-    settings: LMSettings
-    message: str = ""
-    """The error's sentence (phase 'error')."""
-    position: int | None = None
-    """Place in the device's queue (phase 'queued'), 1 = next."""
-    device: str = ""
-    folder: Path | None = None
-    """The run folder being written, once the run has started."""
-    metrics: tuple[dict, ...] = ()
-    """metrics.jsonl's records so far."""
-    evals: tuple[dict, ...] = ()
-    """eval.jsonl's records so far."""
-    eval_results: tuple[EvalResult, ...] = ()
-    """The held-out evaluations themselves, every reply (the newest one feeds the worked example)."""
-    step: int = 0
-    samples: tuple[Sample, ...] = ()
-    """The newest step's kept replies."""
-    download: tuple[str, int, int] | None = None
-    """(hub id, bytes done, bytes in all) while a model or classifier downloads (phase 'downloading')."""
-
-
-def advance(state: LiveState, result: StepResult | EvalResult) -> LiveState:
-    """The snapshot after one more result of the engine."""
-    if isinstance(result, StepResult):
-        return replace(state, phase="running", metrics=state.metrics + (step_record(result),), step=result.step, samples=result.samples)
-    return replace(state, phase="running", evals=state.evals + (eval_record(result),), eval_results=state.eval_results + (result,))
 
 
 # ----------------------------------------------------------------------------- the page
@@ -467,7 +307,8 @@ class LiveRunPage(pn.viewable.Viewer):
     replies = param.Integer(default=DEFAULTS.replies, bounds=(2, 16), label="Replies per prompt K")
     T = param.Integer(default=DEFAULTS.T, bounds=(1, 64), label="Reply length T (tokens)")
     seed = param.Integer(default=DEFAULTS.seed, bounds=(0, 999_999), label="Seed")
-    device = param.Selector(default=DEFAULTS.device, objects=DEVICE_CHOICES, label="Device")
+    device = param.Selector(default=DEFAULTS.device, objects=list(DEVICES), label="Device",
+                            doc="auto: the best device a worker of the cluster offers; a device no worker offers is refused at Start.")
     eval_every = param.Integer(default=DEFAULTS.eval_every, bounds=(1, 5000), label="Evaluate every (steps)")
     eval_prompts = param.Integer(default=DEFAULTS.eval_prompts, bounds=(1, 64), label="Held-out prompts")
     eval_replies = param.Integer(default=DEFAULTS.eval_replies, bounds=(1, 16), label="Replies per held-out prompt")
@@ -478,10 +319,10 @@ class LiveRunPage(pn.viewable.Viewer):
                 "eval_every", "eval_prompts", "eval_replies")
 
     def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
-                 queue: RunQueue | None = None, models: ModelCache | None = None, **params):
+                 cluster: Cluster | None = None, **params):
         super().__init__(**params)
         self.runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
-        self.queue, self.models = queue or QUEUE, models or MODELS
+        self.cluster = cluster or current_cluster()
         self.limits = current_limits()
         self.highest = limit_bounds(self.limits, self)
         for name, n in self.highest.items():
@@ -493,7 +334,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.model_folders = (EMBEDDED_DIR.parent, self.runs_dir)
         """Where a model folder may lie: the bundled models and the runs folder (nothing else on the server is read)."""
         self._doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
-        self._paused = threading.Event()
+        self._run: LiveRun | None = None
         self._state: LiveState | None = None
         self._shown = (-1, -1)
         self._runs: dict[str, tuple[tuple, Run]] = {}
@@ -552,7 +393,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self._refresh_rewards()
         self.notice = sync_url(self, list(self.SETTINGS), query, adjust=lambda link: clamp_query(link, self.highest))
         self._show_reward_kind()
-        self._unsubscribe = self.queue.subscribe(self._queue_changed)
+        self._unsubscribe = self.cluster.subscribe(self._queue_changed)
         self._show_legend()
         self._show_queue()
         self.refresh_runs()
@@ -618,118 +459,49 @@ class LiveRunPage(pn.viewable.Viewer):
             self._show_error(problem)
             return
         self._show_error("")
-        self._paused.clear()
         self._state = LiveState("loading", settings)
         self._shown = (-1, -1)
         self.controls.param.update(running=True, progress=0.0)
         self.phase = "loading"
-        self.runner.start(lambda: self._live(settings))
+        if self._run is not None:
+            self._run.stop()
+        self._run = LiveRun(settings, self.runs_dir, self.cluster)
+        self.runner.start(self._run.states)
 
     def pause(self) -> None:
         """Hold the run after the step in flight; it keeps its device."""
-        if self.phase == "running":
-            self._paused.set()
+        if self.phase == "running" and self._run is not None:
+            self._run.pause()
 
     def resume(self) -> None:
-        self._paused.clear()
+        if self._run is not None:
+            self._run.resume()
+            if self.phase == "paused":
+                self.phase = "running"
 
     def stop(self) -> None:
-        """Stop the run after the step in flight (a queued run leaves the queue); its files stay."""
-        self.runner.stop()
-        self._paused.clear()
+        """Stop the run after the step in flight (a queued run leaves the queue); its files stay.
+
+        A run on its worker ends by itself once told, its last step written and shown; a run
+        still loading or downloading is cut off at once.
+        """
+        if self._run is not None and self._run.job is not None:
+            self._run.stop()
+        else:
+            self.runner.stop()
 
     def close(self) -> None:
         """The tab closed: a queued run leaves the line, a running one stops at the next step boundary."""
-        self.stop()
+        if self._run is not None:
+            self._run.stop()
+        self.runner.stop()
         self._unsubscribe()
-
-    # --- the worker thread ---------------------------------------------------------------
-
-    def _keep(self, state: LiveState) -> LiveState:
-        self._state = state
-        return state
-
-    def _prepare(self, settings: LMSettings, device: torch.device, sources: dict[str, str]) -> LMRun:
-        """The run, on copies of the shared models (each loaded once per model and device, from `sources`:
-        the name, or the folder it was just downloaded to)."""
-        policy, tokenizer = self.models.model(settings.model, device, sources["model"])
-        reward = self.models.reward(settings.reward, device, sources["reward"])
-        return LMRun(settings, policy=copy.deepcopy(policy), tokenizer=copy.deepcopy(tokenizer), reward=copy.deepcopy(reward))
-
-    def _downloads(self, settings: LMSettings) -> list[tuple[str, Download | None]]:
-        """(what, Download or None) for the model and the reward: only hub ids not yet cached download anything."""
-        model = download_size(settings.model, "model")
-        reward = download_size(settings.reward, "reward classifier") if settings.reward == SEED_CLASSIFIER else None
-        return [("model", model), ("reward", reward)]
-
-    def _fetching(self, state: LiveState, download: Download):
-        """Download on a helper thread, yielding its progress every POLL_SECONDS seconds; returns the folder.
-
-        A Stop closes this generator at a yield; the helper thread then finishes the
-        download into the cache on its own (it cannot be cut short), and the next run finds it there.
-        """
-        done, outcome = [0], {}
-
-        def work():
-            try:
-                outcome["folder"] = fetch(download, progress=lambda n, _total: done.__setitem__(0, n))
-            except ModelNotAvailable as error:
-                outcome["error"] = error
-
-        worker = threading.Thread(target=work, daemon=True, name=f"feedback-lab-download-{download.name}")
-        worker.start()
-        while worker.is_alive():
-            yield self._keep(replace(state, phase="downloading", download=(download.name, done[0], download.size)))
-            worker.join(POLL_SECONDS)
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["folder"]
-
-    def _live(self, settings: LMSettings):
-        """Load, wait for the device, train: a LiveState after every change (runs on the worker thread).
-
-        Every result is written to the run folder before it is yielded, so what the page
-        shows is already on disk. Stopping closes this generator at a yield: the `finally`
-        gives the device to the next run in line and the RunWriter closes its files.
-        """
-        state = LiveState("loading", settings)
-        try:
-            device = resolve_device(settings.device)
-            state = replace(state, device=str(device))
-            yield self._keep(state)
-            sources = {"model": settings.model, "reward": settings.reward}
-            for what, download in self._downloads(settings):
-                if download is not None:
-                    sources[what] = yield from self._fetching(state, download)
-                    yield self._keep(state)
-            lm = self._prepare(settings, device, sources)
-        except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:
-            yield self._keep(replace(state, phase="error", message=str(error)))
-            return
-        ticket = self.queue.join(str(device), run_label(settings))
-        try:
-            for position in self.queue.places(ticket, POLL_SECONDS):
-                yield self._keep(replace(state, phase="queued", position=position))
-            folder = new_run_folder(self.runs_dir, settings)
-            self.queue.set_run_id(ticket, folder.name)
-            state = replace(state, phase="running", folder=folder)
-            with RunWriter(folder, run_config(settings, lm)) as writer:
-                for result in lm.steps():
-                    writer.write(result)
-                    state = advance(state, result)
-                    yield self._keep(state)
-                    while self._paused.is_set():
-                        yield self._keep(replace(state, phase="paused"))
-                        time.sleep(POLL_SECONDS)
-        except (ValueError, OSError, RuntimeError) as error:  # e.g. out of memory: the files keep the steps done
-            yield self._keep(replace(state, phase="error", message=f"The run stopped: {error}"))
-        finally:
-            self.queue.leave(ticket)
 
     # --- showing the run -----------------------------------------------------------------
 
     def _show_state(self, state: LiveState) -> None:
         """Draw a snapshot: the parts whose data changed, in one batch."""
+        self._state = state
         with pn.io.hold():
             if state.phase != "error" and self.phase != state.phase:
                 self.phase = state.phase
@@ -767,14 +539,15 @@ class LiveRunPage(pn.viewable.Viewer):
         state = self._state
         if state is None or not state.eval_results or self.example_choice.value is None:
             return
-        self.example.object = worked_example_html(state.eval_results[-1], int(self.example_choice.value), state.settings.reward)
+        ex = worked_example(state.eval_results[-1], int(self.example_choice.value))
+        lines = format_worked_example(ex, reward_label(state.settings.reward)).splitlines()
+        self.example.object = worked_example_html(ex, lines[0], lines[-1])
 
     def _status_text(self, state: LiveState) -> str:
         s = state.settings
         if state.phase == "loading":
-            cached = ("model", s.model, state.device) in self.models
-            what = "Preparing" if cached else "Loading (the first run of a model on a device reads it from disk, or downloads it)"
-            return f'<p class="fl-status">{what}: {html.escape(run_label(s))} on {state.device or s.device}…</p>'
+            return (f'<p class="fl-status">Loading: {html.escape(run_label(s))} on {state.device or s.device} (the first run '
+                    "of a model on a worker reads it from disk)…</p>")
         if state.phase == "downloading":
             name, done, total = state.download
             return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
@@ -848,7 +621,7 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show_queue(self) -> None:
         lines = []
-        for q in self.queue.overview():
+        for q in self.cluster.overview():
             running = "; ".join(map(html.escape, q.running)) or "nothing"
             lines.append(f"<b>{q.device}</b>: training {running}; {len(q.waiting)} waiting")
         text = " · ".join(lines) if lines else "No run is training on this server."
@@ -873,7 +646,7 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show_runs(self) -> None:
         runs = [run for _, run in self._runs.values()]
-        frame = runs_frame(runs, self.queue.running_ids())
+        frame = runs_frame(runs, self.cluster.running_ids())
         with pn.io.hold():
             self.runs_table.value = frame
             ids = list(frame["run"])

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +21,16 @@ import param
 from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Span, TableColumn
 
 import app.runs as runs
-from app.preferences_cli import probe_rows
-from app.run_queue import MODELS, QUEUE, ModelCache, Queued, RunQueue, on_device, told_waiting
+from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
+from app.model_cache import MODELS, ModelCache
+from app.model_jobs import Failed, SweepView, TrainingView, generate_pairs, pairs_key, sweep_tau, train_reward_model
 from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
-from engines.lm.models import EMBEDDED, ModelNotAvailable, resolve_device
-from engines.lm.settings import REWARD_PREFIX
-from engines.lm.preferences import BUNDLED_PAIRS, TAU_LABEL, PairSettings, PreferencePairs, iter_make_pairs, load_pairs, relabel, save_pairs
+from engines.lm.settings import EMBEDDED, REWARD_PREFIX
+from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, load_pairs, relabel, save_pairs
 from engines.lm.reward_model import (
     RewardModelSettings,
     TauSweepRow,
     TrainedRewardModel,
-    iter_train_reward_model,
     load_reward_model,
     save_reward_model,
 )
@@ -40,7 +38,7 @@ from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
-from widgets.run_controls import RunControls, seed_control
+from widgets.run_controls import RunControls
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
@@ -63,8 +61,6 @@ RESTART_DELAY_MS = 300
 """Quiet time after the last change of a control before generation or training restarts."""
 TRAINING_TEXT = '<p class="fl-train-summary">Training…</p>'
 """What the training summary says until the reward model is trained."""
-TRAINING_DEVICE = "cpu"
-"""Where the reward model trains (engines.lm.reward_model trains on the CPU): the queue it waits in."""
 CONTROLS = ("pairs", "tau_label", "seed", "pair", "steps", "min_count", "train_seed")
 """Every control, in the order of the query string."""
 TRAINING = {"steps", "min_count", "train_seed"}
@@ -121,138 +117,6 @@ def check_yourself_text() -> str:
     )
 
 
-# --- the shared language model, and the pair sets and reward models the server keeps -----------------------------
-
-
-def language_model():
-    """The embedded model and its tokenizer, loaded once per server (the live-run page shares the same cache)."""
-    device = resolve_device("auto")
-    return MODELS.model(EMBEDDED, device)
-
-
-@dataclass(frozen=True)
-class Failed:
-    """A worker could not finish: the sentence to show."""
-
-    message: str
-
-
-def pairs_key(settings: PairSettings) -> tuple:
-    """What a generated pair set is kept under: the settings that make its responses."""
-    return ("pairs", settings.pairs, settings.seed)
-
-
-DEFAULT_KEY = pairs_key(PairSettings())
-
-
-def generate(settings: PairSettings, queue: RunQueue = QUEUE, models: ModelCache = MODELS) -> Iterator:
-    """The responses of `settings`: the bundled set, one the server kept, or sampled with the shared model.
-
-    Sampling waits for the device in the server's queue (Queued snapshots), then yields
-    PairProgress reports of `iter_make_pairs`, and the server keeps the result; Failed if
-    the model cannot be loaded.
-    """
-    key = pairs_key(settings)
-    if key == DEFAULT_KEY and BUNDLED_PAIRS.is_file():
-        yield models.get(key, lambda: load_pairs(BUNDLED_PAIRS))
-        return
-    kept = models.result(key)
-    if kept is not None:
-        yield kept
-        return
-    try:
-        policy, tokenizer = language_model()
-    except (ModelNotAvailable, ValueError) as error:
-        yield Failed(str(error))
-        return
-
-    def sample() -> Iterator:
-        kept = models.result(key)  # made by another session while this one waited in line
-        if kept is not None:
-            yield kept
-            return
-        for progress in iter_make_pairs(settings, policy, tokenizer):
-            yield progress
-            if progress.pairs is not None:
-                models.keep(key, progress.pairs)
-
-    device = str(next(policy.parameters()).device)
-    try:
-        yield from on_device(queue, device, f"reward models · {settings.pairs} pairs", sample())
-    except ValueError as error:
-        yield Failed(str(error))
-
-
-# --- training and the sweep, as snapshots for the plots ---------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class TrainingView:
-    """The live curves of one training run so far."""
-
-    pairs: PreferencePairs
-    settings: RewardModelSettings
-    curve: dict
-    """Columns step, loss, accuracy."""
-    acc_star: float
-    """Acc* of the held-out pairs."""
-    progress: float
-    trained: TrainedRewardModel | None = None
-    probe: tuple = ()
-    """The probe rows (dicts), with the trained model."""
-
-
-def training_views(pairs: PreferencePairs, settings: RewardModelSettings) -> Iterator[TrainingView]:
-    """Walk `iter_train_reward_model`, keeping every report as a point of the curves; the probe at the end."""
-    steps, loss, accuracy = [], [], []
-    for report in iter_train_reward_model(pairs, settings):
-        steps.append(report.step)
-        loss.append(report.loss)
-        accuracy.append(report.heldout_accuracy)
-        curve = {"step": np.array(steps), "loss": np.array(loss), "accuracy": np.array(accuracy)}
-        probe = tuple(probe_rows(report.trained)) if report.trained is not None else ()
-        yield TrainingView(pairs, settings, curve, report.acc_star, report.step / report.steps, report.trained, probe)
-
-
-def train_queued(pairs: PreferencePairs, settings: RewardModelSettings, key: tuple | None,
-                 queue: RunQueue = QUEUE, models: ModelCache = MODELS) -> Iterator:
-    """`training_views` once the CPU is free in the server's queue; the finished view is kept under `key` (unless None).
-
-    A learner who waited in line behind another's training of the same pairs and settings gets
-    that one's result when the turn comes, instead of training it again.
-    """
-
-    def train() -> Iterator[TrainingView]:
-        kept = None if key is None else models.result(key)  # trained by another session while this one waited in line
-        if kept is not None:
-            yield replace(kept, pairs=pairs)
-            return
-        for view in training_views(pairs, settings):
-            yield view
-            if key is not None and view.trained is not None:
-                models.keep(key, view)
-
-    yield from on_device(queue, TRAINING_DEVICE, f"reward models · training {settings.steps} steps", train())
-
-
-@dataclass(frozen=True, eq=False)
-class SweepView:
-    """The stretch so far: one row per finished tau_label."""
-
-    pairs: PreferencePairs
-    rows: tuple[TauSweepRow, ...]
-    progress: float
-
-
-def sweep_views(pairs: PreferencePairs, taus, settings: RewardModelSettings, label_seed: int) -> Iterator[SweepView]:
-    """engines.lm.reward_model's stretch (relabel at each tau_label, retrain), reported after every training report,
-    so that Stop takes effect within one report rather than one whole training."""
-    rows = []
-    for i, tau in enumerate(taus):
-        for report in iter_train_reward_model(relabel(pairs, float(tau), label_seed), settings):
-            yield SweepView(pairs, tuple(rows), (i + report.step / report.steps) / len(taus))
-        rows.append(TauSweepRow(tau_label=float(tau), evaluation=report.trained.evaluation))
-    yield SweepView(pairs, tuple(rows), 1.0)
 
 
 def label_frequencies(pairs: PreferencePairs) -> dict:
@@ -318,10 +182,10 @@ class RewardModelPage(pn.viewable.Viewer):
     train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
 
     def __init__(self, query: dict[str, str] | None = None, root: Path | str | None = None,
-                 queue: RunQueue | None = None, models: ModelCache | None = None, **params):
+                 cluster: Cluster | None = None, models: ModelCache | None = None, **params):
         super().__init__(**params)
         self.root = Path(runs.RUNS_DIR if root is None else root)
-        self.queue, self.models = queue or QUEUE, models or MODELS
+        self.cluster, self.models = cluster or current_cluster(), models or MODELS
         self.base: PreferencePairs | None = None  # the responses, with the labels they came with
         self.data: PreferencePairs | None = None  # the responses labelled as the page shows them
         self.base_key: tuple | None = None  # the settings that made `base`, when the server may keep what it trains on
@@ -476,7 +340,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.stop_sweep()
         self.pairs_controls.param.update(running=True, progress=0.0)
         settings = self.pair_settings()
-        self.pairs_run.start(lambda: generate(settings, self.queue, self.models))
+        self.pairs_run.start(lambda: generate_pairs(settings, self.cluster, self.models))
 
     def stop_pairs(self) -> None:
         self.pairs_run.stop()
@@ -613,7 +477,7 @@ class RewardModelPage(pn.viewable.Viewer):
             self._done(self.train_controls, True)
             return
         self.train_controls.running = True
-        self.train_run.start(lambda: train_queued(pairs, settings, key, self.queue, self.models))
+        self.train_run.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
 
     def stop_training(self) -> None:
         self.train_run.stop()
@@ -665,8 +529,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.sweep_controls.param.update(running=True, progress=0.0)
         self.sweep.data = {k: [] for k in self.sweep.data}
         pairs, settings, seed = self.data, self.train_settings(), self.label_seed
-        label = f"reward models · τ_label sweep, {len(SWEEP_TAUS)} trainings"
-        self.sweep_run.start(lambda: on_device(self.queue, TRAINING_DEVICE, label, sweep_views(pairs, SWEEP_TAUS, settings, seed)))
+        self.sweep_run.start(lambda: sweep_tau(pairs, SWEEP_TAUS, settings, seed, self.cluster))
 
     def stop_sweep(self) -> None:
         self.sweep_run.stop()

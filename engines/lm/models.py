@@ -45,12 +45,20 @@ class ModelNotAvailable(RuntimeError):
 
 
 def resolve_device(device: str) -> torch.device:
-    """'auto' -> CUDA when a GPU answers, else CPU; 'cpu' and 'cuda' (or 'cuda:N') as given."""
+    """'auto' -> CUDA when a GPU answers, else Apple's mps when it answers, else CPU; 'cpu', 'cuda' (or 'cuda:N')
+    and 'mps' as given."""
     if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if mps_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was asked for but no CUDA GPU is available on this machine; use 'cpu' or 'auto'.")
+    if device == "mps" and not mps_available():
+        raise ValueError("device 'mps' was asked for but Apple's Metal GPU is not available on this machine; use 'cpu' or 'auto'.")
     return torch.device(device)
+
+
+def mps_available() -> bool:
+    """True on Apple silicon with a torch built for Metal (mps)."""
+    return torch.backends.mps.is_available()
 
 
 def autocast(device: torch.device):

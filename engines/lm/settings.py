@@ -16,8 +16,8 @@ from engines.settings import finite, require, whole
 
 EMBEDDED = "embedded"
 """The id of the model shipped in assets/models/embedded/."""
-DEVICES = ("auto", "cpu", "cuda")
-"""Device choices: 'auto' is CUDA where available, else the CPU; 'cuda:N' is also accepted."""
+DEVICES = ("auto", "cpu", "cuda", "mps")
+"""Device choices: 'auto' is CUDA where available, else Apple's mps, else the CPU; 'cuda:N' is also accepted."""
 PROMPT_SETS = ("reviews", "feelings")
 """'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.lm.preferences)."""
 REWARD_PREFIX = "reward-model:"

@@ -3,13 +3,20 @@
     app_server(*options, env={}) -> Server   starts `python -m app.cli serve --port FREE *options`
                                               and waits for /healthz; stopped at the test's end
     roomy_server                              one per test module: --max-sessions 1000, closed sessions dropped after 1 s
+    cpu_taken                                 the CPU of the test session's local Dask cluster held by a paused run
 
 Server and start_server live in tests/servers.py, shared with the browser tests and the benchmarks.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The tests run offline, the local cluster's workers too: they inherit this process's environment when they start,
+# and a test that sets the variable later reaches only this process.
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 from tests.servers import Server, start_server, stop_server
 
@@ -33,3 +40,34 @@ def roomy_server():
     server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1")
     yield server
     stop_server(server)
+
+
+@pytest.fixture
+def cpu_taken(tmp_path_factory):
+    """The CPU of this test session's local cluster taken by a paused language-model run (a real job on a real
+    worker), so that the next job waits in line; `cpu_taken.free()` stops the run (also at the test's end)."""
+    from app.cluster import current
+    from app.model_jobs import LiveRun
+    from engines.lm.settings import LMSettings
+
+    settings = LMSettings(steps=2000, prompts=1, replies=2, T=4, eval_every=2000, eval_prompts=1, eval_replies=1,
+                          keep_samples=1, device="cpu")
+    run = LiveRun(settings, tmp_path_factory.mktemp("holding-run"), current())
+    states = run.states()
+    for state in states:
+        if state.phase == "running":
+            break
+    run.pause()
+    for state in states:
+        if state.phase == "paused":
+            break
+
+    class Taken:
+        label = "embedded · vader · β 0.05 · 2000 steps"
+
+        @staticmethod
+        def free():
+            states.close()
+
+    yield Taken
+    states.close()

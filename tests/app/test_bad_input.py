@@ -73,7 +73,7 @@ OWN_PAGES = ("baselines", "bandit", "token_world", "toy_target", "preferences", 
 def build_page(name, monkeypatch, tmp_path):
     info = {p.name: p for p in available_pages()}[name]
     if name == "reward_model":  # no language model here: the pairs never come
-        monkeypatch.setattr(info.module, "generate", lambda settings: iter(()))
+        monkeypatch.setattr(info.module, "generate_pairs", lambda settings, *_: iter(()))
         return info.module.RewardModelPage(query={}, root=tmp_path)
     return info.module.page(query={})
 

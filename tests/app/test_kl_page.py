@@ -251,22 +251,20 @@ def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(ru
     assert len(pg.lm_curve.data["kl"]) == 0 and not pg.ceiling_rule.visible and "log m = 2.08" in pg.lm_approx.object
 
 
-def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir):
-    from app.run_queue import Queued, RunQueue
+def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir, cpu_taken):
+    from app.cluster import Queued, current
 
-    queue = RunQueue()
-    run = queue.join("cpu", "a language-model run")
-    pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4"}, runs_dir=runs_dir, queue=queue)
+    pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4"}, runs_dir=runs_dir)
     pg.start_frontier()
     deadline = time.monotonic() + 60
-    while not pg.lm_run.notice.visible:
+    while not (pg.lm_run.notice.visible and "place 1" in pg.lm_run.notice.object):
         assert time.monotonic() < deadline, "the sampling never said it waits"
         time.sleep(0.05)
     assert pg.lm_run.notice.object == Queued("cpu", 1).sentence("The sampling") and len(pg.lm_curve.data["kl"]) == 0
-    assert queue.overview()[0].waiting == ("KL page · frontier, 2 prompts × 4 replies",)
-    queue.leave(run)
+    assert current().overview()[0].waiting == ("KL page · frontier, 2 prompts × 4 replies",)
+    cpu_taken.free()
     pg.lm_run.join(120)
-    assert pg.lm_controls.progress == 1.0 and not pg.lm_run.notice.visible and queue.overview() == []
+    assert pg.lm_controls.progress == 1.0 and not pg.lm_run.notice.visible and current().overview() == []
 
 
 def test_a_model_that_cannot_be_loaded_gives_one_sentence(tmp_path, monkeypatch):

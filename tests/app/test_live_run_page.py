@@ -1,5 +1,6 @@
-"""The live-run page without a browser: a tiny run of the embedded model, its files, the queue, the runs list,
-a learned reward with its gold score, a hub model downloaded with a progress bar (from a fake hub), the server's limits."""
+"""The live-run page without a browser: a tiny run of the embedded model on this test session's local Dask cluster,
+its files, the device's line, the runs list, a learned reward with its gold score, a hub model downloaded with a
+progress bar (from a fake hub), the server's limits."""
 
 import io
 import math
@@ -14,12 +15,13 @@ import numpy as np
 import pytest
 
 from app.cli import main as cli
-from app.pages.live_run import DEVICE_CHOICES, LIMITED, RATIO_PALETTE, LiveRunPage, eval_lines, page, ratio_colours
-from app.run_queue import MODELS, RunQueue
+from app.cluster import current as current_cluster
+from app.pages.live_run import LIMITED, LiveRunPage, eval_lines, page
 from app.runs import REWARD_MODELS, RunWriter, read_run
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
+from widgets.run_html import RATIO_PALETTE, ratio_colours
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
 """A run of a second or two on two shared cores: evaluations at steps 0, 2 and 3."""
@@ -32,8 +34,8 @@ def wait_for(condition, timeout=60.0):
         time.sleep(0.02)
 
 
-def tiny_page(tmp_path, queue=None, **query):
-    return LiveRunPage(query=TINY | query, runs_dir=tmp_path, queue=queue or RunQueue(), models=MODELS)
+def tiny_page(tmp_path, **query):
+    return LiveRunPage(query=TINY | query, runs_dir=tmp_path)
 
 
 def test_controls_start_from_the_engine_defaults():
@@ -43,7 +45,6 @@ def test_controls_start_from_the_engine_defaults():
         d.model, d.reward, d.beta, d.steps, d.prompts, d.replies, d.T, d.seed)
     assert pg.lr == default_lr(d.model) and pg.device == "auto" and not pg.notice.visible
     assert pg.settings() == LMSettings(lr=default_lr(d.model))
-    assert "cuda" not in DEVICE_CHOICES or __import__("torch").cuda.is_available()
     pg.model = "gpt2"  # the learning rate follows the model's default...
     assert pg.lr == default_lr("gpt2")
     pg.lr = 1e-3
@@ -108,8 +109,8 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
 def test_queue_pause_resume_stop(tmp_path):
     """A paused run keeps the device; a second tab's run waits in line and leaves it when its tab closes;
     the first run resumes, is stopped, and keeps every step it did."""
-    queue = RunQueue()
-    a, b = tiny_page(tmp_path, queue, steps="50"), tiny_page(tmp_path, queue)
+    cluster = current_cluster()
+    a, b = tiny_page(tmp_path, steps="50"), tiny_page(tmp_path)
     a.start()
     wait_for(lambda: a.phase == "running")
     a.pause()
@@ -118,10 +119,11 @@ def test_queue_pause_resume_stop(tmp_path):
     b.start()
     wait_for(lambda: b.phase == "queued")
     assert "number 1 in line" in b.status.object
-    assert "1 waiting" in a.queue_line.object  # every page sees the queue
+    wait_for(lambda: "1 waiting" in a.queue_line.object)  # every page sees the line
     b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
     b.runner.join(10)
-    assert queue.overview()[0].waiting == () and len(list(tmp_path.iterdir())) == 1
+    wait_for(lambda: cluster.overview()[0].waiting == ())
+    assert len(list(tmp_path.iterdir())) == 1
     a.resume()
     done = len(a._state.metrics)
     wait_for(lambda: len(a._state.metrics) >= done + 2)
@@ -130,7 +132,8 @@ def test_queue_pause_resume_stop(tmp_path):
     run = read_run(next(tmp_path.iterdir()))
     assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
     assert list(a.steps_source.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
-    assert list(a.runs_table.value["status"]) == ["interrupted"] and queue.overview() == []
+    assert list(a.runs_table.value["status"]) == ["interrupted"]
+    wait_for(lambda: cluster.overview() == [])
     assert "Stopped after step" in a.status.object and a.phase == "idle"
 
 
@@ -244,7 +247,7 @@ def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folde
 
 def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over_kl(reward_model):
     root = reward_model.parent.parent
-    pg = LiveRunPage(query=TINY, runs_dir=root, queue=RunQueue(), models=MODELS)
+    pg = LiveRunPage(query=TINY, runs_dir=root)
     pg.reward = f"reward-model:{reward_model}"
     pg.start()
     pg.runner.join(120)

@@ -1,0 +1,473 @@
+"""The Dask cluster that runs every model job, and a web process's view of it.
+
+A model job (a live REINFORCE run, sampling preference pairs, training a reward model, the
+tau sweep, sampling the KL frontier) is one Dask task. It runs in a worker process, never in
+the web process, so the pages keep the web process's interpreter to themselves. Devices are
+worker resources: a job asks for one unit of `cpu`, `cuda` or `mps`, and a worker offers as
+many units of its device as `--max-runs-per-device`, so at most that many jobs use one device
+across every web process and every learner; the others wait on the worker, first come first
+served (Dask's task priority is the order of submission).
+
+`feedback-lab serve` starts a local cluster (one worker process per device, `LocalCluster`);
+with `--scheduler tcp://HOST:PORT` (or FEEDBACK_LAB_SCHEDULER) it joins an existing one
+instead, started with `dask scheduler` and `dask worker --resources cpu=1` (see the README).
+
+A job streams: the task walks an engine generator and puts each snapshot, pickled, on a Dask
+`Queue` named for the job, which the web process reads (2 to 5 ms from put to get, measured
+on loopback; tailing the run files would cost a poll interval and does not serve the jobs
+that write none). Pause is a Dask `Event` the task looks at after every snapshot. Stop (Stop
+pressed, the tab closed) cancels the task's future; the task sees itself cancelled after the
+snapshot in flight and closes its generator, so its files are complete. If the web process
+dies, its client leaves the scheduler, which releases the job's future: the task sees that
+in the same way and stops. If the worker dies, the scheduler fails the job at once
+(`allowed-failures` 0: a run is never started again from scratch behind its owner's back) and
+the nanny starts a fresh worker for the next job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+SCHEDULER_VARIABLE = "FEEDBACK_LAB_SCHEDULER"
+"""Environment variable: the address of an existing Dask scheduler to join (default: start a local cluster)."""
+SLOTS_VARIABLE = "FEEDBACK_LAB_RUNS_PER_DEVICE"
+"""Environment variable: how many model jobs may use one device at once (default 1)."""
+POLL_SECONDS = 0.25
+"""Seconds between looks at a waiting job's place in line, or at a paused job's Resume: a Stop acts within this time."""
+STREAM_SECONDS = 0.1
+"""Seconds between looks at a job's stream when it was empty: a snapshot reaches the page within about this time."""
+STOP_SECONDS = 30.0
+"""Longest wait, after a stop, for the job's step in flight and its word that it ended."""
+CONNECT_SECONDS = 10.0
+"""Seconds to wait for a scheduler given by address before saying it cannot be reached."""
+JOB_PREFIX = "feedback-lab-job-"
+"""Every model job's task key starts so: JOB_PREFIX + id | device | label."""
+DEVICE_ORDER = ("cuda", "mps", "cpu")
+"""What 'auto' picks, the first a worker of the cluster offers."""
+LOG = logging.getLogger("feedback_lab")
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A snapshot of a job still waiting for its device."""
+
+    device: str
+    """The device it waits for."""
+    position: int | None
+    """Its place in line: 1 = next (None while the scheduler has not yet handed it to a worker)."""
+
+    def sentence(self, what: str) -> str:
+        """One sentence for the page: `what` waits, and where."""
+        ahead = "" if self.position is None else f" (place {self.position} in line)"
+        return (f"{what} waits for the {self.device}{ahead}: this server trains one job at a time on it, and the "
+                "live-run page lists what is running.")
+
+
+@dataclass(frozen=True)
+class Started:
+    """The job's first snapshot: a worker took it and its device is the job's now."""
+
+    worker: str
+    """The worker's address."""
+
+
+@dataclass(frozen=True)
+class Paused:
+    """Sent when a job stops at a snapshot because its owner pressed Pause; the next snapshot means it resumed."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The job's last word, sent once its generator is closed (its files too), however it ended."""
+
+
+@dataclass(frozen=True)
+class DeviceQueue:
+    """What one device is doing across the cluster: the labels of its running and of its waiting jobs, in order."""
+
+    device: str
+    running: tuple[str, ...]
+    waiting: tuple[str, ...]
+
+
+class WorkerDied(RuntimeError):
+    """The worker running a job died (killed, or out of memory); the message is the sentence for the page."""
+
+
+class SchedulerUnreachable(RuntimeError):
+    """The scheduler named by --scheduler or FEEDBACK_LAB_SCHEDULER does not answer; the message says so."""
+
+
+def told_waiting(run, snapshot, what: str) -> bool:
+    """Whether `snapshot` is Queued: if so, `run` (a widgets.streaming.StreamingRun) tells where `what` waits;
+    any other snapshot clears that sentence."""
+    queued = isinstance(snapshot, Queued)
+    run.tell(snapshot.sentence(what) if queued else "")
+    return queued
+
+
+def slots_from_environment() -> int:
+    """FEEDBACK_LAB_RUNS_PER_DEVICE as a whole number >= 1 (default 1)."""
+    text = os.environ.get(SLOTS_VARIABLE, "1").strip()
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{SLOTS_VARIABLE} must be a whole number >= 1, got {text!r}.")
+    return int(text)
+
+
+# ----------------------------------------------------------------------------- on the worker
+
+_run_ids: dict[str, str] = {}
+"""Task key -> the run folder it writes, for the jobs running in this worker process (read by `_worker_jobs`)."""
+
+
+def _cancelled(worker, key: str) -> bool:
+    """True once the scheduler has let go of the task `key`: its future was cancelled, or its owner's client left."""
+    task = worker.state.tasks.get(key)
+    return task is None or task.state not in ("executing", "long-running")
+
+
+def run_job(make: Callable[..., Iterator], args: tuple, stream: str, pause: str) -> bool:
+    """The Dask task of every model job: walk `make(*args)`, put each snapshot (pickled) on the Queue `stream`.
+
+    Returns True when the generator ran to its end, False when the job was stopped. After each
+    snapshot it holds while the Event `pause` is set, and stops once cancelled; closing the
+    generator there runs its `finally` (files closed) on this thread.
+    """
+    from distributed import Event, Queue, get_worker
+
+    worker = get_worker()
+    key = worker.get_current_task()
+    out, paused = Queue(stream), Event(pause)
+    out.put(pickle.dumps(Started(worker.address)))
+    snapshots = make(*args)
+    try:
+        for snapshot in snapshots:
+            run_id = getattr(snapshot, "run_id", None)
+            if isinstance(run_id, str):
+                _run_ids[key] = run_id
+            out.put(pickle.dumps(snapshot))
+            if paused.is_set():
+                out.put(pickle.dumps(Paused()))
+                while paused.is_set() and not _cancelled(worker, key):
+                    time.sleep(POLL_SECONDS)
+            if _cancelled(worker, key):
+                return False
+        return True
+    finally:
+        snapshots.close()
+        _run_ids.pop(key, None)
+        out.put(pickle.dumps(Ended()))
+        out.close()  # the scheduler drops the queue once the reader has closed it too
+        paused.clear()
+
+
+def _worker_jobs(dask_worker) -> list[tuple[str, bool, tuple, str | None]]:
+    """(key, running, priority, run folder) of every model job a worker holds: running, or waiting for its device."""
+    state = dask_worker.state
+    jobs = [(t.key, True, t.priority, _run_ids.get(t.key)) for t in state.executing if str(t.key).startswith(JOB_PREFIX)]
+    jobs += [(t.key, False, t.priority, None) for t in state.constrained if str(t.key).startswith(JOB_PREFIX)]
+    return jobs
+
+
+def _job_parts(key: str) -> tuple[str, str]:
+    """(device, label) of a job's task key."""
+    _, device, label = key.split("|", 2)
+    return device, label
+
+
+# ----------------------------------------------------------------------------- in the web process
+
+
+class Job:
+    """One submitted model job, seen from the web process that asked for it."""
+
+    def __init__(self, cluster: Cluster, future, key: str, device: str, stream, pause):
+        self.cluster, self.future, self.key, self.device = cluster, future, key, device
+        self._stream, self._pause = stream, pause
+        self._stopped_at: float | None = None
+
+    def snapshots(self, idle: bool = False) -> Iterator:
+        """Queued while the job waits, then Started and the job's own snapshots (Paused when it holds).
+
+        A stopped job's snapshots go on until its worker has closed it: the step in flight
+        is written to its files and reaches the reader too (for at most STOP_SECONDS). With `idle`, also None every STREAM_SECONDS while a started job computes, so that the
+        reader's StreamingRun hands over a snapshot it held back within that time. Ends when the
+        job does; raises WorkerDied if its worker died, or the job's own exception. Closing this
+        generator (Stop, the tab closed) stops the job.
+        """
+        started = False
+        try:
+            while not self.cluster.closing:
+                # Polled, not a blocking get with a timeout: the scheduler logs every timed-out get as an error.
+                batch = [pickle.loads(data) for data in self._stream.get(batch=True)]
+                ended = any(isinstance(item, Ended) for item in batch)
+                for item in batch:
+                    if isinstance(item, Ended):
+                        break
+                    started = True
+                    yield item
+                if ended:
+                    break
+                if batch:
+                    continue
+                if self.future.status in ("error", "finished"):
+                    break  # the worker died, or the job ended before it could say so
+                if self.future.status == "cancelled" and (not started or time.monotonic() - self._stopped_at > STOP_SECONDS):
+                    break  # stopped while waiting, or the step in flight never came (its worker died meanwhile)
+                if not started:
+                    yield Queued(self.device, self.cluster.place(self.key))
+                elif idle:
+                    yield None
+                time.sleep(STREAM_SECONDS)
+            if self.cluster.closing:
+                return  # the process exits: nobody reads on
+            if self.future.status != "cancelled":
+                self.future.exception(timeout=STOP_SECONDS)  # wait for the scheduler's word on how it ended
+            if self.future.status == "error":
+                from distributed import KilledWorker
+
+                error = self.future.exception()
+                if isinstance(error, KilledWorker):
+                    raise WorkerDied("The worker process running this job died (it was killed or ran out of memory)")
+                raise error
+        finally:
+            self.stop()
+            if self.future.client.status == "running":
+                self._stream.close()
+
+    def pause(self) -> None:
+        """Hold the job after the snapshot in flight; it keeps its device."""
+        self._pause.set()
+
+    def resume(self) -> None:
+        self._pause.clear()
+
+    def stop(self) -> None:
+        """Stop the job after the snapshot in flight (a waiting job leaves the line); any thread, any number of times.
+
+        Cancelling a finished job's future releases it too: a worker that died later would
+        otherwise run the job again for a future nobody reads.
+        """
+        if self.future.client.status != "running":
+            return  # the process is closing its connection: the scheduler lets go of its jobs itself
+        if self._stopped_at is None:
+            self._stopped_at = time.monotonic()
+        self._pause.clear()
+        self.future.cancel()
+
+
+class Cluster:
+    """The web process's client of the cluster: submit jobs, see every device's line. Thread-safe.
+
+    Connects on first use (or on `start()`): to `address` when given, else to a local
+    cluster it starts, one worker process per device with `slots` units of it.
+    """
+
+    def __init__(self, address: str | None = None, slots: int = 1):
+        self.address, self.slots = address or None, slots
+        self._lock = threading.Lock()
+        self._client = None
+        self._cluster = None
+        self._jobs: list[tuple] = []
+        self._jobs_at = -1.0
+        self._listeners: list[Callable[[], None]] = []
+        self._watcher: threading.Thread | None = None
+        self.closing = False
+        """Set as the process exits: the jobs' readers stop reading, and nothing is reported as failed."""
+
+    @property
+    def client(self):
+        with self._lock:
+            if self._client is None:
+                self._client = self._connect()
+            return self._client
+
+    def start(self) -> None:
+        """Connect now (SchedulerUnreachable with one sentence if the scheduler given does not answer)."""
+        self.client  # noqa: B018 (connecting is the point)
+
+    def _connect(self):
+        import dask
+        from distributed import Client
+
+        # A job whose worker died fails at once instead of starting again from scratch (a second run folder).
+        dask.config.set({"distributed.scheduler.allowed-failures": 0})
+        if self.address:
+            try:
+                client = Client(self.address, timeout=CONNECT_SECONDS, set_as_default=False)
+            except (OSError, TimeoutError) as error:
+                raise SchedulerUnreachable(f"The Dask scheduler at {self.address} cannot be reached ({error}).") from error
+        else:
+            self._cluster = local_cluster(self.slots)
+            client = Client(self._cluster, set_as_default=False)
+        # Registered after Dask's own exit handlers, so it runs before them: the readers stop before the workers do.
+        atexit.register(self.close)
+        return client
+
+    def devices(self) -> list[str]:
+        """The devices the cluster's workers offer, best first ('cuda', 'mps', 'cpu')."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        offered = {name for w in workers for name in (w.get("resources") or {})}
+        return [d for d in DEVICE_ORDER if d in offered]
+
+    def device_for(self, choice: str) -> str:
+        """The device a job asking for `choice` ('auto', 'cpu', 'cuda', 'cuda:N', 'mps') runs on; ValueError if none offers it."""
+        devices = self.devices()
+        if choice == "auto":
+            if not devices:
+                raise ValueError("No worker of this server's cluster offers a device yet; try again in a moment.")
+            return devices[0]
+        kind = choice.split(":")[0]
+        if kind not in devices:
+            offered = ", ".join(devices) or "none"
+            raise ValueError(f"No worker of this server's cluster has a {kind} device (offered: {offered}); choose auto.")
+        return kind
+
+    def submit(self, device: str, label: str, make: Callable[..., Iterator], *args) -> Job:
+        """Run the generator `make(*args)` as a job on one unit of `device` (make must be importable by the workers)."""
+        from distributed import Event, Queue
+
+        key = f"{JOB_PREFIX}{uuid.uuid4().hex[:12]}|{device}|{label}"
+        client = self.client
+        stream, pause = Queue(f"{key}|stream", client=client), Event(f"{key}|pause", client=client)
+        # fifo_timeout 0: every job its own generation of priorities, so the line is first come, first served
+        # (Dask's default lets jobs submitted within 100 ms pass each other).
+        future = client.submit(run_job, make, args, stream.name, pause.name, key=key, resources={device: 1}, pure=False,
+                               fifo_timeout=0)
+        self._jobs_at = -1.0  # the line has changed
+        return Job(self, future, key, device, stream, pause)
+
+    def jobs(self, fresh: float = POLL_SECONDS) -> list[tuple]:
+        """(key, running, priority, run folder) of every job of the cluster, at most `fresh` seconds old."""
+        with self._lock:
+            if time.monotonic() - self._jobs_at < fresh:
+                return self._jobs
+        try:
+            found = [job for jobs in self.client.run(_worker_jobs).values() for job in jobs]
+        except Exception:  # a worker died or left mid-call: the last known line stands until the next look
+            LOG.debug("Reading the cluster's jobs failed", exc_info=True)
+            return self._jobs
+        with self._lock:
+            self._jobs, self._jobs_at = found, time.monotonic()
+        return found
+
+    def place(self, key: str) -> int | None:
+        """A waiting job's place in its device's line (1 = next), None if no worker holds it yet."""
+        device, _ = _job_parts(key)
+        waiting = [k for k, running, priority, _ in sorted(self.jobs(), key=lambda j: j[2]) if not running
+                   and _job_parts(k)[0] == device]
+        return waiting.index(key) + 1 if key in waiting else None
+
+    def overview(self) -> list[DeviceQueue]:
+        """Every device with a job running or waiting, across every web process of the cluster."""
+        lines: dict[str, tuple[list, list]] = {}
+        for key, running, _, _ in sorted(self.jobs(fresh=0.0), key=lambda j: j[2]):
+            device, label = _job_parts(key)
+            lines.setdefault(device, ([], []))[0 if running else 1].append(label)
+        return [DeviceQueue(d, tuple(r), tuple(w)) for d, (r, w) in lines.items()]
+
+    def running_ids(self) -> set[str]:
+        """The folder names of the runs training now, on every device."""
+        return {run_id for _, running, _, run_id in self.jobs(fresh=0.0) if running and run_id}
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` (from a watcher thread) whenever the cluster's jobs change; returns the unsubscribe function."""
+        with self._lock:
+            self._listeners.append(listener)
+            if self._watcher is None or not self._watcher.is_alive():
+                self._watcher = threading.Thread(target=self._watch, name="feedback-lab-cluster-watch", daemon=True)
+                self._watcher.start()
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _watch(self) -> None:
+        """While anyone listens, look at the cluster's jobs every 2 POLL_SECONDS and tell the listeners of a change."""
+        seen = None
+        while True:
+            with self._lock:
+                listeners = list(self._listeners)
+                if not listeners:
+                    self._watcher = None
+                    return
+            if self._client is not None:  # only once connected: a page must not start the cluster by being opened
+                now = [(k, r, f) for k, r, _, f in self.jobs(fresh=0.0)]
+                if now != seen:
+                    seen = now
+                    for listener in listeners:
+                        listener()
+            time.sleep(2 * POLL_SECONDS)
+
+    def close(self) -> None:
+        self.closing = True
+        with self._lock:
+            client, cluster, self._client, self._cluster = self._client, self._cluster, None, None
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def local_cluster(slots: int):
+    """One worker process per device: the CPU (`slots` units of resource 'cpu', `slots` threads), each GPU, Apple's mps.
+
+    Worker processes, not threads, so a job never holds the web process's interpreter lock;
+    the workers inherit OMP_NUM_THREADS (set by `serve` to half the cores) for torch.
+    """
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=1, threads_per_worker=slots, processes=True, resources={"cpu": slots},
+                           dashboard_address=None, silence_logs=logging.WARNING)
+    for name, device, env in local_accelerators():
+        (_, spec), = cluster.new_worker_spec().items()
+        cluster.worker_spec[name] = spec | {"options": spec["options"] | {"resources": {device: slots}, "env": env}}
+    if len(cluster.worker_spec) > 1:
+        cluster.sync(cluster._correct_state)  # SpecCluster's own way to start the workers just added to its spec
+        cluster.wait_for_workers(len(cluster.worker_spec))
+    return cluster
+
+
+def local_accelerators() -> list[tuple[str, str, dict]]:
+    """(worker name, device, environment) of each accelerator of this machine: every NVIDIA GPU that answers
+    `nvidia-smi -L` (one worker each, told its GPU by CUDA_VISIBLE_DEVICES), or Apple silicon's mps.
+    The web process does not import torch to ask."""
+    import platform
+    import shutil
+    import subprocess
+
+    if platform.system() == "Darwin" and platform.machine() == "arm64":
+        return [("mps", "mps", {})]
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = sum(line.startswith("GPU ") for line in listing.splitlines())
+    return [(f"cuda-{i}", "cuda", {"CUDA_VISIBLE_DEVICES": str(i)}) for i in range(gpus)]
+
+
+CLUSTER = Cluster(os.environ.get(SCHEDULER_VARIABLE), slots_from_environment())
+"""The cluster every page of this web process submits its model jobs to."""
+
+
+def install(cluster: Cluster) -> None:
+    """Make `cluster` the one the pages use (`feedback-lab serve` does, with its options)."""
+    global CLUSTER
+    CLUSTER = cluster
+
+
+def current() -> Cluster:
+    return CLUSTER

@@ -1,0 +1,202 @@
+"""Model jobs on a real Dask cluster: streaming, the device's line, pause, stop, a failing job, a killed worker.
+
+Every test uses this test session's local cluster (app.cluster.current(): one worker process with
+one 'cpu' slot, started on first use, shared by every test of the session). The jobs here are small
+generators of this module, sent to the worker by value.
+"""
+
+import os
+import signal
+import sys
+import time
+
+import cloudpickle
+import pytest
+
+from app import cluster as cluster_module
+from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
+from app.model_jobs import LiveRun
+from app.runs import read_run
+from engines.lm.settings import LMSettings
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker cannot import a test module by name
+
+
+def counting(n: int, seconds: float):
+    """A job: 0, 1, ..., n-1, one every `seconds`."""
+    for i in range(n):
+        time.sleep(seconds)
+        yield i
+
+
+def failing():
+    yield "first"
+    raise ValueError("This job asks for more than the device has.")
+
+
+def pid_then_count(n: int, seconds: float):
+    """A job that says which process runs it, then counts."""
+    yield os.getpid()
+    yield from counting(n, seconds)
+
+
+def wait_for(condition, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def own(snapshots):
+    """The job's own snapshots (not the queue's)."""
+    return [s for s in snapshots if not isinstance(s, (Queued, Started))]
+
+
+def test_a_job_streams_every_snapshot_in_order_and_ends():
+    job = current().submit("cpu", "a count", counting, 5, 0.01)
+    assert own(job.snapshots()) == [0, 1, 2, 3, 4]
+    wait_for(lambda: current().overview() == [])
+
+
+def test_a_snapshot_reaches_the_reader_soon_after_it_is_made():
+    job = current().submit("cpu", "a count", counting, 20, 0.2)
+    seen, made = [], time.monotonic()
+    for snapshot in job.snapshots():
+        if isinstance(snapshot, int):
+            seen.append(time.monotonic())
+            if len(seen) == 5:
+                break
+    gaps = [b - a for a, b in zip(seen, seen[1:])]
+    # A snapshot every 0.2 s arrives every 0.2 s: streaming adds no lag that grows, nor one near the 0.5 s goal.
+    assert all(0.05 < g < 0.45 for g in gaps), gaps
+    assert seen[0] - made < 10  # the first, after the worker took the job
+
+
+def test_the_jobs_own_error_reaches_the_reader_after_its_snapshots():
+    job = current().submit("cpu", "a failing job", failing)
+    seen = []
+    with pytest.raises(ValueError, match="more than the device has"):
+        for snapshot in job.snapshots():
+            seen.append(snapshot)
+    assert own(seen) == ["first"]
+
+
+def test_waiting_jobs_see_their_place_and_a_closed_one_leaves_the_line():
+    cluster = current()
+    first = cluster.submit("cpu", "first", counting, 200, 0.05)
+    second, third = cluster.submit("cpu", "second", counting, 2, 0.0), cluster.submit("cpu", "third", counting, 2, 0.0)
+    a, b, c = first.snapshots(), second.snapshots(), third.snapshots()
+    assert 0 in a  # the first runs
+    wait_for(lambda: next(c) == Queued("cpu", 2))
+    assert next(b) == Queued("cpu", 1)
+    assert [(q.device, q.running, q.waiting) for q in cluster.overview()] == [("cpu", ("first",), ("second", "third"))]
+    b.close()  # the tab of the second closed while it waited
+    wait_for(lambda: next(c) == Queued("cpu", 1))
+    a.close()  # the first is stopped: the third runs
+    assert own(c) == [0, 1]
+    wait_for(lambda: cluster.overview() == [])
+
+
+def test_pause_holds_the_device_and_stop_acts_within_a_step(tmp_path):
+    job = current().submit("cpu", "a count", counting, 1000, 0.05)
+    snapshots = job.snapshots()
+    assert 3 in snapshots
+    job.pause()
+    rest = []
+    for s in snapshots:
+        rest.append(s)
+        if isinstance(s, Paused):
+            break
+    time.sleep(0.5)
+    assert current().overview()[0].running == ("a count",)  # paused, it keeps its place on the device
+    job.resume()
+    resumed = next(snapshots)
+    assert resumed == rest[-2] + 1  # it continues where it held
+    job.stop()
+    t = time.monotonic()
+    tail = own(snapshots)
+    assert time.monotonic() - t < 1.0 and len(tail) <= 3  # ended within a step or two of 0.05 s
+
+
+def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_run_works(tmp_path):
+    """kill -9 of the worker mid-run: the run folder keeps every finished step, the page's sentence names the step,
+    the nanny starts a fresh worker, and the next job runs there."""
+    cluster = current()
+    pid = next(iter(own(cluster.submit("cpu", "which worker", pid_then_count, 0, 0.0).snapshots())))
+    settings = LMSettings(steps=500, prompts=2, replies=2, T=8, eval_every=100, eval_prompts=1, eval_replies=1, keep_samples=1,
+                        device="cpu")
+    run = LiveRun(settings, tmp_path, cluster)
+    states = run.states()
+    for state in states:
+        if state.step >= 3:
+            break
+    os.kill(pid, signal.SIGKILL)
+    last = list(states)[-1]
+    assert last.phase == "error"
+    on_disk = read_run(last.folder)
+    assert last.message == ("The worker process running this job died (it was killed or ran out of memory): the run "
+                            f"stopped at step {on_disk.metrics[-1]['step']}; {last.folder} holds every step done.")
+    assert [m["step"] for m in on_disk.metrics] == list(range(1, len(on_disk.metrics) + 1)) and len(on_disk.metrics) >= 3
+    assert not on_disk.finished
+    after = own(cluster.submit("cpu", "which worker", pid_then_count, 2, 0.0).snapshots())
+    assert after[0] != pid and after[1:] == [0, 1]  # a fresh worker process, started by the nanny
+
+
+def test_a_job_on_a_device_no_worker_offers_is_refused_in_one_sentence():
+    with pytest.raises(ValueError, match="No worker of this server's cluster has a cuda device"):
+        current().device_for("cuda")
+    assert current().device_for("auto") == "cpu" and current().device_for("cpu") == "cpu"
+
+
+@pytest.mark.parametrize("offered,auto", [(["cuda", "mps", "cpu"], "cuda"), (["mps", "cpu"], "mps"), (["cpu"], "cpu")])
+def test_auto_picks_cuda_then_mps_then_the_cpu(monkeypatch, offered, auto):
+    cluster = Cluster()
+    monkeypatch.setattr(cluster, "devices", lambda: offered)
+    assert cluster.device_for("auto") == auto and cluster.device_for(offered[0]) == offered[0]
+
+
+def test_local_accelerators_give_mps_on_apple_silicon_and_a_worker_per_gpu(monkeypatch):
+    import platform
+    import shutil
+    import subprocess
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    assert cluster_module.local_accelerators() == [("mps", "mps", {})]
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    listing = "GPU 0: NVIDIA H100 (UUID: GPU-a)\nGPU 1: NVIDIA H100 (UUID: GPU-b)\n"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(stdout=listing))
+    assert cluster_module.local_accelerators() == [("cuda-0", "cuda", {"CUDA_VISIBLE_DEVICES": "0"}),
+                                                   ("cuda-1", "cuda", {"CUDA_VISIBLE_DEVICES": "1"})]
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert cluster_module.local_accelerators() == []
+
+
+def test_slots_from_the_environment(monkeypatch):
+    monkeypatch.delenv("FEEDBACK_LAB_RUNS_PER_DEVICE", raising=False)
+    assert slots_from_environment() == 1
+    monkeypatch.setenv("FEEDBACK_LAB_RUNS_PER_DEVICE", "3")
+    assert slots_from_environment() == 3
+    monkeypatch.setenv("FEEDBACK_LAB_RUNS_PER_DEVICE", "0")
+    with pytest.raises(ValueError, match="FEEDBACK_LAB_RUNS_PER_DEVICE"):
+        slots_from_environment()
+
+
+def test_a_queued_sentence_names_the_device_and_the_place():
+    assert Queued("cuda", 2).sentence("The training").startswith("The training waits for the cuda (place 2 in line): ")
+    assert "(place" not in Queued("cpu", None).sentence("The sweep")
+
+
+def test_serve_with_a_scheduler_that_does_not_answer_says_so_and_exits_2():
+    import subprocess
+
+    from tests.servers import free_port
+
+    done = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--port", str(free_port()), "--scheduler",
+                           f"tcp://127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()  # one sentence
+    assert line.startswith("feedback-lab serve: error: The Dask scheduler at tcp://127.0.0.1:") and "cannot be reached" in line
