@@ -1,5 +1,6 @@
 """What the browser tests, the server tests and the benchmarks share: Chromium and a local app server.
 
+loopback_config(tmp, port, app_ports)       deploy/nginx.conf on loopback ports (NGINX: the nginx binary, or None)
 start_server(*options, env={}) -> Server   `python -m app.cli serve --port FREE *options` in a subprocess,
                                             runs in a fresh folder, no network for models, stderr to a file;
                                             returns once /healthz answers
@@ -15,6 +16,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -43,6 +45,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 """Without the background-networking flags Chromium keeps dialling hosts a closed network refuses."""
+NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
+"""nginx, for the tests of deploy/ (installed by `make test`), or None."""
 
 
 def free_port() -> int:
@@ -50,6 +54,17 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("localhost", 0))
         return sock.getsockname()[1]
+
+
+def loopback_config(tmp_path, proxy_port: int, app_ports: tuple[int, int]) -> str:
+    """deploy/nginx.conf with loopback ports, and its files in tmp_path instead of the system's; the access log
+    names the process (upstream) that answered each request."""
+    text = (ROOT / "deploy" / "nginx.conf").read_text()
+    text = text.replace("server 127.0.0.1:5006;", f"server 127.0.0.1:{app_ports[0]};").replace("server 127.0.0.1:5007;", f"server 127.0.0.1:{app_ports[1]};")
+    text = text.replace("listen 80;", f"listen 127.0.0.1:{proxy_port};")
+    text = text.replace("http {", f"http {{\n    log_format upstream '$upstream_addr $request_uri';\n    access_log {tmp_path}/access.log upstream;"
+                                  f"\n    client_body_temp_path {tmp_path}/body;\n    proxy_temp_path {tmp_path}/proxy;")
+    return f"daemon off;\npid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n" + text
 
 
 def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60.0) -> None:

@@ -1,11 +1,14 @@
-"""Sizing and fetching a hub model before it loads: which files, how many bytes, the progress reported, the refusals."""
+"""Sizing and fetching a hub model before it loads: which files, how many bytes, the progress reported, the refusals;
+the device 'auto' picks."""
 
 from types import SimpleNamespace
 
 import huggingface_hub
 import pytest
+import torch
 
-from engines.lm.models import EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, hub_files, progress_bar_class
+from engines.lm.models import (EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, hub_files,
+                               progress_bar_class, resolve_device)
 
 GPT2_FILES = [("model.safetensors", 548_105_171), ("pytorch_model.bin", 548_118_077), ("tf_model.h5", 497_933_648),
               ("onnx/decoder_model.onnx", 653_665_842), ("config.json", 665), ("generation_config.json", 124),
@@ -93,3 +96,16 @@ def test_a_failed_download_is_one_sentence(monkeypatch):
         fetch(Download("gpt2", "model", (("config.json", 665),)))
     assert str(error.value) == ("The model 'gpt2' is not on this machine and could not be downloaded (No space left on device); "
                                 "use 'embedded' or a local folder.")
+
+
+@pytest.mark.parametrize("cuda,mps,auto", [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")])
+def test_auto_picks_cuda_then_mps_then_the_cpu(monkeypatch, cuda, mps, auto):
+    """Neither a GPU nor Apple silicon is on this machine: the availability checks are replaced."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert resolve_device("auto") == torch.device(auto)
+    if mps:
+        assert resolve_device("mps") == torch.device("mps")
+    else:
+        with pytest.raises(ValueError, match="device 'mps' was asked for but Apple's Metal GPU is not available"):
+            resolve_device("mps")
