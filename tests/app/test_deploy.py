@@ -73,9 +73,9 @@ def topology(tmp_path_factory):
     for service in ("web-1", "web-2"):
         words = command(service, scheduler)
         options = words[words.index("serve") + 1:]
-        options[options.index("--allow-websocket-origin") + 1] = f"localhost:{proxy_port}"
         options[options.index("--port"):options.index("--port") + 2] = []
-        webs.append(start_server(*options, env={k: env[k] for k in (*ENVIRONMENT, "FEEDBACK_LAB_RUNS")}))
+        origin = {"FEEDBACK_LAB_WEBSOCKET_ORIGIN": f"localhost:{proxy_port}"}
+        webs.append(start_server(*options, env={k: env[k] for k in (*ENVIRONMENT, "FEEDBACK_LAB_RUNS")} | origin))
     ports = tuple(int(w.url.rsplit(":", 1)[1]) for w in webs)
     (tmp / "nginx.conf").write_text(loopback_config(tmp, proxy_port, ports))
     nginx = spawn([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf")], "nginx")
