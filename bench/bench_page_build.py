@@ -10,8 +10,9 @@ hands to a worker thread, such as a training run it starts, is not counted); the
 server session is (Panel then shares one stylesheet model per document instead of one per
 component). A first visit opens with the guided prompts on and nothing answered; `--revealed`
 times the page with every prediction card answered too (a learner who comes back: its guarded
-parts are then built as well). The live-run and reward-model pages are left out: their visits
-start model work.
+parts are then built as well). The live-run and reward-model pages are timed too: their model work
+runs on the Dask cluster's worker processes (a local cluster, started by the first visit), so what
+is timed is what their visit costs the web process.
 """
 
 from __future__ import annotations
@@ -27,10 +28,6 @@ from panel.io.state import set_curdoc
 from app.pages import available_pages
 from app.server import build_index, build_page, route_link
 from widgets.predict import Guide
-
-SKIPPED = ("live-run", "reward-model")
-"""Pages whose visit starts model work, which would be timed with the page."""
-
 
 @contextmanager
 def prompts(on: bool):
@@ -66,19 +63,18 @@ def measure(build, repeats: int, revealed: bool = False) -> tuple[float, float, 
 
 
 def builders(routes: list[str] | None = None) -> dict[str, object]:
-    """Route -> a function building one visit of it ("" is the index), the analytic pages only."""
+    """Route -> a function building one visit of it ("" is the index), every page."""
     pages = available_pages()
     table = {"": lambda: build_index(pages, route_link)}
     for info in pages:
-        if info.route not in SKIPPED:
-            table[info.route] = lambda info=info: build_page(info, pages, route_link)
+        table[info.route] = lambda info=info: build_page(info, pages, route_link)
     return {route: build for route, build in table.items() if routes is None or route in routes}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed visits of each page (default: 3)")
-    parser.add_argument("--pages", nargs="*", default=None, help="routes to time (default: the index and every analytic page; '' is the index)")
+    parser.add_argument("--pages", nargs="*", default=None, help="routes to time (default: the index and every page; '' is the index)")
     parser.add_argument("--revealed", action="store_true", help="time each page with every prediction card answered")
     args = parser.parse_args(argv)
     print("page visit, server CPU: build the page / its Bokeh document / the document as JSON (median)")
