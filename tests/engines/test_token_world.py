@@ -1,6 +1,5 @@
 """Seed 000 sections 6.3 and 6.8 to 6.10: the token world, its exact values, one episode's TD errors and GAE, and GAE's bias^2 / variance."""
 
-import dataclasses
 import itertools
 import json
 import math
