@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -35,32 +35,31 @@ OTHER_BYTES = 256
 """What a result's non-array parts count for (numbers, strings, the containers)."""
 
 
-def result_bytes(value: Any) -> int:
-    """The bytes of the numpy arrays inside `value` (dataclasses, tuples, lists, dicts), plus `OTHER_BYTES`."""
-    if isinstance(value, np.ndarray):
-        return value.nbytes
+def parts(value: Any) -> Iterator[Any]:
+    """`value` and everything inside it, depth first: the fields of dataclasses, the items of tuples and lists, the values of dicts."""
+    yield value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return OTHER_BYTES + sum(result_bytes(getattr(value, f.name)) for f in dataclasses.fields(value))
-    if isinstance(value, (tuple, list)):
-        return OTHER_BYTES + sum(result_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return OTHER_BYTES + sum(result_bytes(v) for v in value.values())
-    return OTHER_BYTES
+        inner = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    elif isinstance(value, (tuple, list)):
+        inner = value
+    elif isinstance(value, dict):
+        inner = value.values()
+    else:
+        return
+    for v in inner:
+        yield from parts(v)
+
+
+def result_bytes(value: Any) -> int:
+    """The bytes of the numpy arrays inside `value`, plus `OTHER_BYTES` for each other part (containers included)."""
+    return sum(v.nbytes if isinstance(v, np.ndarray) else OTHER_BYTES for v in parts(value))
 
 
 def freeze(value: Any) -> None:
     """Make the numpy arrays inside `value` read-only, so that no session can change what others share."""
-    if isinstance(value, np.ndarray):
-        value.flags.writeable = False
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            freeze(getattr(value, f.name))
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            freeze(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            freeze(v)
+    for v in parts(value):
+        if isinstance(v, np.ndarray):
+            v.flags.writeable = False
 
 
 def _hashable(value: Any) -> Any:
