@@ -22,7 +22,6 @@ from functools import cached_property, lru_cache
 import numpy as np
 import panel as pn
 import param
-from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Span
 
 from app import limits
@@ -43,6 +42,7 @@ from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls
+from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
@@ -265,6 +265,7 @@ class ToyTargetPage(pn.viewable.Viewer):
     lr = param.Number(default=10.0, bounds=(0.5, 30.0), step=0.5, label="Learning rate η")
     seeds = param.Integer(default=8, bounds=(1, 16), label="Training seeds")
     steps = param.Integer(default=400, bounds=(50, 1000), step=50, label="Training steps")
+    section = param.Selector(default="figure2", objects=["figure2", "means", "variance", "training"], label="Section shown")
 
     EXPERIMENT = ("samples", "batches", "target_seed", "seed")
     TRAINING = ("samples", "target_seed", "seed", "estimator", "lr", "seeds", "steps")
@@ -276,14 +277,14 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.training: TrainingSnapshot | None = None
         self.means = ColumnDataSource({"t": [], "c": [], "k": [], "exact": [], **{n: [] for n in ESTIMATORS}}, name="mean_estimates")
         self.hist_none = ColumnDataSource({"left": [], "right": [], "count": []}, name="hist_none")
-        self.hist_other = ColumnDataSource({"left": [], "right": [], "count": []}, name="hist_compared")
+        self.hist_other = ColumnDataSource({"left": [], "right": [], "count": [], "colour": [], "label": []}, name="hist_compared")
+        self.exact_rule = Span(location=0, dimension="height", line_color=OKABE_ITO["vermillion"], line_width=2)
         self.variance_source = ColumnDataSource(name="variance_table")
         self.curves = ColumnDataSource({"xs": [], "ys": [], "colour": [], "label": []}, name="training_curves")
         self.reached = ColumnDataSource({"step": [], "J": [], "colour": []}, name="steps_to_threshold")
         self.training_table = ColumnDataSource(name="training")
-        self.scatter_figure = self._scatter_figure()
-        self.hist_figure = self._hist_figure()
-        self.training_figure = self._training_figure()
+        self.identity = ColumnDataSource({"x": [-0.01, 0.025], "y": [-0.01, 0.025]}, name="identity")
+        self.focus = ColumnDataSource({"exact": [], "mean": []}, name="coordinate")
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
         self.metrics = MetricRow(
             {
@@ -308,6 +309,12 @@ class ToyTargetPage(pn.viewable.Viewer):
             "toy-target/uniform-start", START_QUESTION, START_CHOICES, "every", check_yourself_text(), guide=self.guide, kind="Check yourself"
         )
         self.ranking_card = PredictionCard("toy-target/variance-ranking", PREDICT, RANKING_CHOICES, RANKING_ANSWER, RANKING_EXPLANATION, guide=self.guide)
+        self.sections = LazySections(self.param.section, {
+            "figure2": ("Figure 2: one coordinate", self._figure2_section),
+            "means": ("Means against the exact gradient", self._means_section),
+            "variance": ("Exercise 2: the variance table", self._variance_section),
+            "training": ("Training with and without the baseline", self._training_section),
+        }, on_open=self._opened)
         names = [n for n in self.param if n != "name"]
         self.param.watch(self._changed, names)
         self.notice = sync_url(self, names, query)
@@ -317,20 +324,22 @@ class ToyTargetPage(pn.viewable.Viewer):
     def _start(self) -> None:
         self._started = True
         self.start_experiment()
-        self.start_training()
+        if "training" in self.sections.opened:
+            self.start_training()
+
+    def _opened(self, section: str) -> None:
+        # Training runs only once its section is open: a visit that never looks at it costs no run.
+        if section == "training" and self._started:
+            self.start_training()
 
     # --- figures -------------------------------------------------------------------------
 
     def _scatter_figure(self):
         fig = plot("exact gradient ∂J/∂θ (reward per unit logit)", "mean of the one-batch estimates", height=320)
-        self.identity = ColumnDataSource({"x": [-0.01, 0.025], "y": [-0.01, 0.025]}, name="identity")
         fig.line("x", "y", source=self.identity, color=OKABE_ITO["grey"], line_dash=[4, 3], legend_label="mean = exact")
-        self.scatter_renderers = {}
         for name, label in ESTIMATORS.items():
             renderer = fig.scatter("exact", name, source=self.means, color=COLOURS[name], size=6, alpha=0.7, legend_label=label)
             renderer.visible = name in ("none", "loo", "token")
-            self.scatter_renderers[name] = renderer
-        self.focus = ColumnDataSource({"exact": [], "mean": []}, name="coordinate")
         fig.scatter("exact", "mean", source=self.focus, marker="circle", size=14, fill_alpha=0, line_color=OKABE_ITO["vermillion"],
                     line_width=2, legend_label="the chosen coordinate")
         fig.legend.location = "top_left"
@@ -341,9 +350,9 @@ class ToyTargetPage(pn.viewable.Viewer):
         fig = plot("one-batch estimate of ∂J/∂θ at the coordinate", "batches", height=320)
         fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_none, color=COLOURS["none"], fill_alpha=0.55,
                  line_color=None, legend_label=ESTIMATORS["none"])
-        self.other_quads = fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_other, color=COLOURS["loo"],
-                                    fill_alpha=0.55, line_color=None, legend_label="compared estimator")
-        self.exact_rule = Span(location=0, dimension="height", line_color=OKABE_ITO["vermillion"], line_width=2)
+        # The compared estimator's colour and name are columns of its source, so a new choice is a data update.
+        fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_other, color="colour",
+                 fill_alpha=0.55, line_color=None, legend_field="label")
         fig.add_layout(self.exact_rule)
         fig.legend.location = "top_right"
         return fig
@@ -370,7 +379,7 @@ class ToyTargetPage(pn.viewable.Viewer):
                 self.start_experiment()
             elif names & set(self.VIEW):
                 self._show_coordinate()
-            if names & set(self.TRAINING):
+            if names & set(self.TRAINING) and "training" in self.sections.opened:
                 self.start_training()
 
     def start_experiment(self) -> None:
@@ -427,8 +436,6 @@ class ToyTargetPage(pn.viewable.Viewer):
         """Figure 2 for the chosen coordinate and estimator, from the batches already drawn."""
         coord = coordinate(self.t, self.prev, self.symbol)
         label = ESTIMATORS[self.estimator]
-        self.other_quads.glyph.fill_color = COLOURS[self.estimator]
-        self.hist_figure.legend.items[1].label = value(label)
         b = self.batches_drawn
         if b is None:
             return
@@ -440,7 +447,8 @@ class ToyTargetPage(pn.viewable.Viewer):
         edges = np.linspace(low, high, 41) if high > low else np.array([low - 0.5e-3, low + 0.5e-3])
         self.exact_rule.location = exact_value
         self.hist_none.data = histogram(x_none, edges)
-        self.hist_other.data = histogram(x_other, edges)
+        counts = histogram(x_other, edges)
+        self.hist_other.data = {**counts, "colour": [COLOURS[self.estimator]] * len(counts["count"]), "label": [label] * len(counts["count"])}
         self.focus.data = {"exact": [exact_value], "mean": [float(b.means[self.estimator][coord])]}
         sd_none, se_none = sd_and_se(x_none)
         sd_other, se_other = sd_and_se(x_other)
@@ -485,24 +493,49 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     # --- layout --------------------------------------------------------------------------
 
-    def __panel__(self):
-        experiment = pn.Row(
-            slider(self.param.samples, width=300),
-            slider(self.param.batches, width=300),
-            pn.widgets.IntInput.from_param(self.param.target_seed, width=140),
-        )
+    def _figure2_section(self):
         coordinate_controls = pn.Row(
             slider(self.param.t, width=160),
             slider(self.param.prev, width=160, visible=self.param.t.rx() > 1),
             slider(self.param.symbol, width=160),
         )
-        training = pn.Column(
+        return pn.Column(
+            plot_with_downloads(self._hist_figure(), {"hist_none": self.hist_none, "hist_compared": self.hist_other},
+                                "Figure 2: one coordinate's one-batch estimates (line: the exact gradient)"),
+            coordinate_controls,
+            self.seed_note,
+            sizing_mode="stretch_width",
+        )
+
+    def _means_section(self):
+        return plot_with_downloads(self._scatter_figure(), {"mean_estimates": self.means}, "Mean of the estimates against the exact gradient")
+
+    def _variance_section(self):
+        return pn.Column(
+            pn.pane.Markdown("#### Exercise 2: total variance of one estimate, the same samples for every row", margin=(0, 10)),
+            self.ranking_card.guard(
+                self.variance_table,
+                csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),
+                note="the variance table",
+            ),
+            sizing_mode="stretch_width",
+        )
+
+    def _training_section(self):
+        return pn.Column(
             pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
             self.training_controls,
             self.training_run.notice,
-            plot_with_downloads(self.training_figure, {"training": self.training_table}),
+            plot_with_downloads(self._training_figure(), {"training": self.training_table}),
             self.training_summary,
             sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        experiment = pn.Row(
+            slider(self.param.samples, width=300),
+            slider(self.param.batches, width=300),
+            pn.widgets.IntInput.from_param(self.param.target_seed, width=140),
         )
         return pn.Column(
             self.notice,
@@ -516,35 +549,7 @@ class ToyTargetPage(pn.viewable.Viewer):
             self.experiment_run.notice,
             self.summary,
             self.metrics,
-            pn.Row(
-                plot_with_downloads(self.scatter_figure, {"mean_estimates": self.means},
-                                    "Mean of the estimates against the exact gradient"),
-                pn.Column(
-                    plot_with_downloads(self.hist_figure, {"hist_none": self.hist_none, "hist_compared": self.hist_other},
-                                        "Figure 2: one coordinate's one-batch estimates (line: the exact gradient)"),
-                    coordinate_controls,
-                    sizing_mode="stretch_width",
-                ),
-                sizing_mode="stretch_width",
-            ),
-            self.seed_note,
-            pn.Row(
-                pn.Column(
-                    pn.pane.Markdown("#### Exercise 2: total variance of one estimate, the same samples for every row", margin=(0, 10)),
-                    self.ranking_card.guard(
-                        self.variance_table,
-                        csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),
-                        note="the variance table",
-                    ),
-                    sizing_mode="stretch_width",
-                ),
-                pn.Column(
-                    pn.pane.Markdown("#### Training from the uniform policy, with and without the baseline", margin=(0, 10)),
-                    training,
-                    sizing_mode="stretch_width",
-                ),
-                sizing_mode="stretch_width",
-            ),
+            self.sections,
             sizing_mode="stretch_width",
         )
 

@@ -103,7 +103,7 @@ def test_the_coordinate_controls_pick_the_histogram(default_page):
 
 
 def test_estimator_choice_redraws_the_histogram_and_retrains():
-    pg = ready({**QUICK, "estimator": "token"})
+    pg = ready({**QUICK, "estimator": "token", "section": "training"})
     coord = coordinate(pg.t, pg.prev, pg.symbol)
     x = pg.batches_drawn.estimates["token"][(slice(None), *coord)]
     assert pg.metrics.values()["sd_other"] == pytest.approx(x.std(ddof=1))
@@ -112,7 +112,7 @@ def test_estimator_choice_redraws_the_histogram_and_retrains():
 
 
 def test_training_curves_are_the_engines():
-    pg = ready({"steps": "60", "seeds": "3", "lr": "12", "samples": "12", "target_seed": "4", "seed": "2"})
+    pg = ready({"steps": "60", "seeds": "3", "lr": "12", "samples": "12", "target_seed": "4", "seed": "2", "section": "training"})
     settings = ToyTargetSettings(target_seed=4, samples=12, seeds=3, steps=60, lr=12.0, seed=2)
     run = run_training(settings, ("none", "loo"))
     assert pg.training.step == 60
@@ -122,6 +122,16 @@ def test_training_curves_are_the_engines():
     assert sorted(pg.reached.data["step"]) == sorted(reached)
     assert pg.training_controls.progress == 1.0 and not pg.training_controls.running
     assert len(pg.training_table.data["J"]) == 2 * 3 * 61
+
+
+def test_training_runs_once_its_section_is_opened():
+    pg = ready(QUICK)
+    assert pg.training is None and pg.sections.opened == {"figure2"}
+    pg.section = "training"
+    pg.training_run.join()
+    assert pg.training.step == 50 and pg.sections.tabs.active == 3
+    pg.sections.tabs.active = 1  # a click on a tab opens its section too
+    assert pg.section == "means" and pg.sections.opened == {"figure2", "training", "means"}
 
 
 def test_a_new_target_inspects_its_first_symbol_unless_the_link_says_otherwise():

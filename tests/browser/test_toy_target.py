@@ -28,8 +28,11 @@ def test_page_loads_streams_and_trains(open_page, console_errors, save_screensho
     card = page.locator(".fl-card-toy-target-uniform-start")  # with prompts off: the question, its answer and why
     expect(card).to_contain_text("Check yourself.")
     expect(card).to_contain_text("log π(y) = 6 log(1/8) = -12.48, and the policy writes the target exactly with probability (1/8)^6 = 1/262,144")
-    expect(page.locator(".fl-table th", has_text="after 400 of 400 steps")).to_have_count(1, timeout=STREAM_MS)
+    page.locator(".bk-tab", has_text="Exercise 2: the variance table").click()  # built on first view
     expect(page.locator(".fl-table tr[data-estimator=token_loo]")).to_contain_text("token-level + leave-one-out")
+    page.locator(".bk-tab", has_text="Training with and without the baseline").click()  # its run starts when opened
+    expect(page.locator(".fl-table th", has_text="after 400 of 400 steps")).to_have_count(1, timeout=STREAM_MS)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'training'")
     page.wait_for_timeout(500)  # let the plots finish drawing before the picture
     save_screenshot(page, "toy_target")
     assert console_errors == []
@@ -49,7 +52,7 @@ def test_keyboard_on_the_batch_size_slider_redraws_the_estimates(open_page, cons
 
 
 def test_shared_link_restores_state(open_page, console_errors):
-    query = "?samples=8&batches=100&estimator=token&t=2&prev=3&symbol=1&seed=4&steps=50&seeds=2"
+    query = "?samples=8&batches=100&estimator=token&t=2&prev=3&symbol=1&seed=4&steps=50&seeds=2&section=training"
     page = open_page("toy-target", query)
     expected = expected_sentence(samples=8, batches=100, seed=4, estimator="token", t=2, prev=3, symbol=1)
     expect(sentence(page)).to_have_text(expected, timeout=STREAM_MS)
