@@ -37,6 +37,7 @@ from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls, seed_control
+from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingCurve, StreamingRun
 from widgets.style import OKABE_ITO, plot
@@ -251,8 +252,9 @@ class TokenWorldPage(pn.viewable.Viewer):
     seeds = param.Integer(default=100, bounds=(1, 200), label="Training seeds")
     steps = param.Integer(default=150, bounds=(10, 300), step=10, label="Updates per run")
     train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Training seed")
+    section = param.Selector(default="values", objects=["values", "episode", "lambda", "training"], label="Section shown")
 
-    URL_NAMES = ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed", "episodes", "shift", "seeds", "steps", "train_seed"]
+    URL_NAMES = ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed", "episodes", "shift", "seeds", "steps", "train_seed", "section"]
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
@@ -262,8 +264,8 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.curves = ColumnDataSource(name="lambda_curves")
         self.mc = ColumnDataSource(decomposition_columns(None, ()), name="monte_carlo")
         self.at_lam = ColumnDataSource(name="chosen_lambda")
-        self.heat = self._heat_map()
-        self.grid = self._lambda_panels()
+        self.heat = None  # the figures are built with their sections, on first view
+        self.panels: list = []
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
         self.metrics = MetricRow(
             {
@@ -303,6 +305,12 @@ class TokenWorldPage(pn.viewable.Viewer):
         self._trained_with: dict | None = None
         self._run_settings = self.training_settings()
         self.training.controls.param.watch(self._training_started, "running", onlychanged=False)
+        self.sections = LazySections(self.param.section, {
+            "values": ("Exact values V(t, k)", self._values_section),
+            "episode": ("One episode", self._episode_section),
+            "lambda": ("GAE: bias² and variance against λ", self._lambda_section),
+            "training": ("Training against GAE critics", self._training_section),
+        })
         self.param.watch(self._changed, ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed"])
         self.param.watch(self._training_changed, ["T", "threshold", "shift", "seeds", "steps", "train_seed"])
         self.notice = sync_url(self, self.URL_NAMES, query)  # a link's threshold above its T is clamped here
@@ -315,7 +323,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     # ------------------------------------------------------------------ figures
 
     def _heat_map(self):
-        fig = plot("position t (tokens written)", "A's so far k", x_range=(-0.5, self.T - 0.5), y_range=(-0.5, self.T - 0.5), height=380)
+        fig = plot("position t (tokens written)", "A's so far k", x_range=(-0.5, 0.5), y_range=(-0.5, 0.5), height=380)
         mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0)
         cells = fig.rect("t", "k", width=1, height=1, source=self.cells, fill_color={"field": "V", "transform": mapper}, line_color=None)
         fig.line("t", "k", source=self.path, line_color=OKABE_ITO["vermillion"], line_width=3, line_alpha=0.8, legend_label="the episode below")
@@ -331,6 +339,14 @@ class TokenWorldPage(pn.viewable.Viewer):
         fig.add_layout(ColorBar(color_mapper=mapper, title="V(t, k)", width=12), "right")
         fig.xgrid.visible = fig.ygrid.visible = False
         return fig
+
+    def _show_heat_axes(self) -> None:
+        """The heat map's axes fit T and its title states the formula with the current P(A) and threshold."""
+        if self.heat is None:
+            return
+        for r in (self.heat.x_range, self.heat.y_range):
+            r.start, r.end = -0.5, self.T - 0.5
+        self.heat.title.text = f"Exact V(t, k) = γ^(T−1−t) · P[k + Binomial(T − t, {self.p_a:.2f}) ≥ {self.threshold}]"
 
     def _lambda_panels(self):
         """The seed's three panels side by side, one toolbar (its save tool saves all three), one y axis."""
@@ -356,7 +372,16 @@ class TokenWorldPage(pn.viewable.Viewer):
             figs.append(fig)
         figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
         self.panels = figs
+        self._show_lambda_axes()
         return gridplot([figs], sizing_mode="stretch_width", merge_tools=True, toolbar_location="right")
+
+    def _show_lambda_axes(self) -> None:
+        """The third panel's title names the slider's noise; the dashed rule marks the chosen λ."""
+        if not self.panels:
+            return
+        self.panels[2].title.text = f"V + noise {self.critic_noise:.2f} (the slider)"
+        for rule in self.lam_rules:
+            rule.location = self.lam
 
     # ------------------------------------------------------------------ updates
 
@@ -416,24 +441,21 @@ class TokenWorldPage(pn.viewable.Viewer):
             "V": V,
             "label": [f"{x:.2f}" for x in V] if T <= LABELLED_T else [""] * len(V),
         }
-        for r in (self.heat.x_range, self.heat.y_range):
-            r.start, r.end = -0.5, T - 0.5
-        self.heat.title.text = f"Exact V(t, k) = γ^(T−1−t) · P[k + Binomial(T − t, {self.p_a:.2f}) ≥ {self.threshold}]"
+        self._show_heat_axes()
         self.metrics.update(V=v.V[0, 0], QA=v.Q[0, 0, 1], QB=v.Q[0, 0, 0], AA=v.A[0, 0, 1], AB=v.A[0, 0, 0])
         self.why.object = lambda_zero_text(T, self.threshold, self.p_a, self.gamma)
 
     def _update_critics(self):
         d = RESULTS.get(gae_decomposition_exact, self.world_settings())
         self.curves.data = decomposition_columns(d, critic_columns(d.critic_noises, self.critic_noise))
-        self.panels[2].title.text = f"V + noise {self.critic_noise:.2f} (the slider)"
+        self._show_lambda_axes()
 
     def _update_lambda(self):
         settings = self.world_settings(lambdas=(self.lam,))
         d = RESULTS.get(gae_decomposition_exact, settings)
         columns = critic_columns(d.critic_noises, self.critic_noise)
         self.at_lam.data = decomposition_columns(d, columns)
-        for rule in self.lam_rules:
-            rule.location = self.lam
+        self._show_lambda_axes()
         e = RESULTS.get(one_episode, settings)
         self.path.data = {"t": np.arange(self.T), "k": e.k}
         self.episode.data = {
@@ -560,55 +582,46 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ layout
 
-    def __panel__(self):
-        controls = pn.Column(
-            pn.Row(slider(self.param.T, width=300), self.threshold_slider, slider(self.param.p_a, width=300)),
-            pn.Row(slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300)),
-            self.clamp,
-            seed_control(self.param.seed),
-        )
+    def _values_section(self):
+        self.heat = self._heat_map()
+        self._show_heat_axes()
+        return plot_with_downloads(self.heat, {"values": self.cells}, "Exact values V(t, k); blank cells cannot be reached (k > t)")
+
+    def _episode_section(self):
         new_episode = pn.widgets.Button(label="New episode", color="primary", width=120, align="end")
         new_episode.on_click(lambda _event: self.new_episode())
-        episode_controls = pn.Row(
-            pn.widgets.RadioButtonGroup.from_param(self.param.reply, align="end"),
-            pn.widgets.IntInput.from_param(self.param.episode_seed, width=140),
-            new_episode,
-        )
-        mc_controls = pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_controls)
-        training_controls = pn.Row(
-            pn.widgets.Checkbox.from_param(self.param.shift, align="center"),
-            pn.widgets.IntInput.from_param(self.param.seeds, width=140),
-            pn.widgets.IntInput.from_param(self.param.steps, width=140),
-        )
         return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
-            controls,
-            self.summary,
-            self.metrics,
-            plot_with_downloads(self.heat, {"values": self.cells}, "Exact values V(t, k); blank cells cannot be reached (k > t)"),
             pn.pane.Markdown("#### One episode, and what each estimator says about its tokens", margin=(0, 10)),
-            episode_controls,
+            pn.Row(
+                pn.widgets.RadioButtonGroup.from_param(self.param.reply, align="end"),
+                pn.widgets.IntInput.from_param(self.param.episode_seed, width=140),
+                new_episode,
+            ),
             self.episode_note,
             self.table,
             pn.Row(csv_download(self.episode, "episode.csv", "CSV: episode")),
-            self.predict_card.guard(self.why, placeholder=False),
-            self.predict_card.guard(
-                pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
-                pn.pane.Markdown(
-                    "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
-                    "against the exact advantage splits in two, averaged over the visited (state, action) pairs:",
-                    sizing_mode="stretch_width",
-                    margin=(0, 10),
-                ),
-                pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
-                plot_with_downloads(self.grid, {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
-                mc_controls,
-                self.mc_run.notice,
-                self.mc_status,
-                note="the bias and variance of GAE against λ",
+            sizing_mode="stretch_width",
+        )
+
+    def _lambda_section(self):
+        return self.predict_card.guard(
+            pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
+            pn.pane.Markdown(
+                "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
+                "against the exact advantage splits in two, averaged over the visited (state, action) pairs:",
+                sizing_mode="stretch_width",
+                margin=(0, 10),
             ),
-            pn.pane.Markdown("#### Training: REINFORCE against GAE critics", margin=(0, 10)),
+            pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
+            plot_with_downloads(self._lambda_panels(), {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
+            pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_controls),
+            self.mc_run.notice,
+            self.mc_status,
+            note="the bias and variance of GAE against λ",
+        )
+
+    def _training_section(self):
+        return pn.Column(
             pn.pane.Markdown(
                 "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, 16 episodes per update. "
                 "The GAE critics start at 0 and learn from the λ-returns as they go (γ = 1; P(A), λ, the noise and γ "
@@ -616,10 +629,32 @@ class TokenWorldPage(pn.viewable.Viewer):
                 sizing_mode="stretch_width",
                 margin=(0, 10),
             ),
-            training_controls,
+            pn.Row(
+                pn.widgets.Checkbox.from_param(self.param.shift, align="center"),
+                pn.widgets.IntInput.from_param(self.param.seeds, width=140),
+                pn.widgets.IntInput.from_param(self.param.steps, width=140),
+            ),
             self.training_note,
             self.training,
             self.training_result,
+            sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        controls = pn.Column(
+            pn.Row(slider(self.param.T, width=300), self.threshold_slider, slider(self.param.p_a, width=300)),
+            pn.Row(slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300)),
+            self.clamp,
+            seed_control(self.param.seed),
+        )
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
+            controls,
+            self.summary,
+            self.metrics,
+            self.predict_card.guard(self.why, placeholder=False),
+            self.sections,
             sizing_mode="stretch_width",
         )
 

@@ -78,7 +78,10 @@ def test_exact_critic_at_lambda_zero_is_perfect():
 def test_zero_noise_third_panel_is_the_exact_critic():
     pg = page(query={"critic_noise": "0"})
     np.testing.assert_array_equal(pg.curves.data["total_chosen"], pg.curves.data["total_exact"])
+    assert pg.panels == []  # built with its section, on first view, with the controls as they are then
+    pg.param.update(lam=0.4, section="lambda")
     assert "V + noise 0.00" in pg.panels[2].title.text
+    assert [rule.location for rule in pg.lam_rules] == [0.4] * 3
 
 
 def test_threshold_is_clamped_to_T_with_a_notice():

@@ -25,10 +25,14 @@ def test_page_loads_with_the_seed_numbers(open_page, console_errors, shown_text,
     page = open_page("token-world")
     assert shown_text(page.locator(".fl-summary").first) == expected_sentence()
     assert "V(start) = 0.5443" in shown_text(page.locator(".fl-summary").first)
+    page.locator(".bk-tab", has_text="One episode").click()  # built on first view
     table = page.locator("table.fl-episode").first
+    expect(table).to_be_visible()
     assert "tokens ABABAA, reward at the end = 1" in shown_text(table)
     assert shown_text(table.locator("tbody tr").first) == "0 (0, 0) A 0 0.563 0.577 +0.014 +0.327 +0.138"
-    assert page.locator(".bk-Canvas").count() >= 3
+    page.locator(".bk-tab", has_text="GAE: bias² and variance against λ").click()
+    expect(page.locator(".bk-Canvas")).to_have_count(3)  # the three λ panels (a hidden tab is not in the page)
+    page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'lambda'")
     page.wait_for_timeout(400)  # let the plots finish drawing before the picture
     save_screenshot(page, "token_world")
     assert console_errors == []
@@ -58,9 +62,11 @@ def test_keyboard_moves_lambda_and_T_clamps_the_threshold(open_page, console_err
 
 
 def test_shared_link_restores_state(open_page, console_errors, shown_text, slider_value):
-    page = open_page("token-world", "?T=8&threshold=5&p_a=0.7&lam=0.5&critic_noise=0.1&gamma=0.9&seed=3&reply=sampled&episode_seed=11")
+    page = open_page("token-world", "?T=8&threshold=5&p_a=0.7&lam=0.5&critic_noise=0.1&gamma=0.9&seed=3&reply=sampled&episode_seed=11&section=lambda")
     assert shown_text(page.locator(".fl-summary").first) == expected_sentence(8, 5, 0.7, 0.5, 0.1, 0.9, 3)
     assert slider_value(page, "Tokens per reply T") == "8"
+    expect(page.locator(".bk-Canvas")).to_have_count(3)  # the link opened the λ panels' section
+    page.locator(".bk-tab", has_text="One episode").click()
     expect(page.get_by_text(re.compile(r"episode seed 11, 8 tokens from the policy"))).to_be_visible()
     assert page.get_by_text("in the link was ignored").count() == 0
     assert console_errors == []
@@ -74,8 +80,8 @@ def test_bad_link_shows_a_notice_not_a_traceback(open_page, console_errors, show
 
 
 def test_training_streams_into_the_plot_and_the_seed_table(open_page, console_errors):
-    page = open_page("token-world", "?seeds=5&steps=20&shift=true")
-    page.get_by_role("button", name="Start").nth(1).click()  # the first Start is the Monte Carlo check's
+    page = open_page("token-world", "?seeds=5&steps=20&shift=true&section=training")
+    page.get_by_role("button", name="Start").click()
     expect(page.get_by_text("median updates to reach 0.9")).to_be_visible(timeout=20_000)
     page2 = TokenWorldPage(query={"seeds": "5", "steps": "20", "shift": "true"})
     result = train_token_world(page2.training_settings())
