@@ -46,6 +46,7 @@ from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls
+from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
@@ -397,8 +398,9 @@ class KLPage(pn.viewable.Viewer):
     lm_prompts = param.Integer(default=FRONTIER_DEFAULTS.prompts, bounds=(1, 64), label="Held-out prompts M")
     lm_samples = param.Integer(default=FRONTIER_DEFAULTS.samples, bounds=(2, 1024), label="Replies m sampled per prompt")
     lm_seed = param.Integer(default=FRONTIER_DEFAULTS.seed, bounds=(0, 999_999), label="Seed of the samples")
+    section = param.Selector(default="distributions", objects=["distributions", "frontier", "replies", "two", "live"], label="Section shown")
 
-    CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed")
+    CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed", "section")
 
     def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
                  cluster: Cluster | None = None, **params):
@@ -412,7 +414,10 @@ class KLPage(pn.viewable.Viewer):
         self.frontier = ColumnDataSource(name="frontier")
         self.current = ColumnDataSource(name="current_beta")
         self.pair = ColumnDataSource(name="two_replies")
-        self.reward_figure, self.ref_figure, self.pi_figure, self.frontier_figure, self.pair_figure = self._figures()
+        # The figures are built with their sections, on first view; what the updates move is made here.
+        self.best_rule = Span(location=1.0, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3])
+        self.ceiling_rule = Span(location=0.0, dimension="height", line_color=OKABE_ITO["blue"], line_dash=[6, 4], visible=False)
+        self.lm_x_range = Range1d(0, 1)
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
         self.metrics = MetricRow(
             {
@@ -434,13 +439,19 @@ class KLPage(pn.viewable.Viewer):
         self.lm_paths = ColumnDataSource({"xs": [], "ys": [], "colour": [], "label": []}, name="run_paths")
         self.lm_points = ColumnDataSource({k: [] for k in ("run", "step", "kl", "reward", "frontier_reward", "colour", "label")},
                                           name="run_evaluations")
-        self.lm_figure = self._lm_figure()
         self.lm_status = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["fl-lm-status"])
         self.lm_approx = pn.pane.HTML(sizing_mode="stretch_width")
         self.lm_summary = pn.pane.HTML(sizing_mode="stretch_width")
         self.lm_frontier: SampledFrontier | None = None
         self.lm_run = StreamingRun(self._show_frontier, self._frontier_done)
         self.lm_controls = RunControls(self.start_frontier, self.stop_frontier, seed=self.param.lm_seed)
+        self.sections = LazySections(self.param.section, {
+            "distributions": ("π_ref and π*, reply by reply", self._distributions_section),
+            "frontier": ("The reward-KL frontier", self._frontier_section),
+            "replies": ("The likeliest replies; one never written", self._replies_section),
+            "two": ("Two replies: the exchange rate", self._two_section),
+            "live": ("Where the live runs sit", self._live_section),
+        })
         self._update_space()  # the link's values, applied next, update what depends on them
         self.param.watch(self._changed, ["log_beta", "zero_best", "gap"])
         self.param.watch(self._lm_changed, ["lm_source", "lm_prompts", "lm_samples", "lm_seed"])
@@ -454,7 +465,8 @@ class KLPage(pn.viewable.Viewer):
     def beta(self) -> float:
         return beta_of(self.log_beta)
 
-    def _figures(self):
+    def _distribution_figures(self):
+        """Reward, π_ref and π* of every reply, sorted by reward: three panels sharing one x axis."""
         space, order, _ = reply_space(False)
         ranks = Range1d(-1, len(order))
         self.rewards.data = {"rank": np.arange(len(order)), "r": space.r[order]}
@@ -470,23 +482,27 @@ class KLPage(pn.viewable.Viewer):
         pi.vbar("rank", top="pi", width=0.8, source=self.dist, color=OKABE_ITO["vermillion"])
         for fig in (ref, pi):
             fig.add_tools(HoverTool(tooltips=hover))
+        return column(rewards, ref, pi, sizing_mode="stretch_width")
+
+    def _frontier_figure(self):
         frontier = plot("KL(π* ‖ π_ref) (nats)", "E[r] under π* (reward units)", x_range=(-0.2, 10.2), y_range=(-0.12, 1.08), height=420)
-        self.best_rule = Span(location=1.0, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3])
         frontier.add_layout(self.best_rule)
         frontier.line("kl", "reward", source=self.frontier, color=OKABE_ITO["blue"], line_width=2, legend_label="frontier: π* as β sweeps")
         frontier.scatter("kl", "reward", source=self.current, color=OKABE_ITO["vermillion"], size=12, legend_label="π* at the current β")
         frontier.legend.location = "bottom_right"
         frontier.add_tools(HoverTool(tooltips=[("β", "@beta{0.0000}"), ("KL", "@kl{0.000} nats"), ("E[r]", "@reward{0.000}")]))
+        return frontier
+
+    def _pair_figure(self):
         pair = plot("", "probability", x_range=FactorRange(*PAIR), y_range=(0, 1.05), height=220)
         pair.vbar(dodge("reply", -0.17, range=pair.x_range), top="ref", width=0.3, source=self.pair, color=OKABE_ITO["blue"], legend_label="π_ref")
         pair.vbar(dodge("reply", 0.17, range=pair.x_range), top="pi", width=0.3, source=self.pair, color=OKABE_ITO["vermillion"], legend_label="π* at this β")
         pair.legend.location = "top_right"
         pair.legend.orientation = "horizontal"
-        return rewards, ref, pi, frontier, pair
+        return pair
 
     def _lm_figure(self):
-        fig = plot("KL(π ‖ π_ref) per reply (nats)", "reward R (log-odds)", x_range=Range1d(0, 1), y_range=DataRange1d(), height=420)
-        self.ceiling_rule = Span(location=0.0, dimension="height", line_color=OKABE_ITO["blue"], line_dash=[6, 4], visible=False)
+        fig = plot("KL(π ‖ π_ref) per reply (nats)", "reward R (log-odds)", x_range=self.lm_x_range, y_range=DataRange1d(), height=420)
         fig.add_layout(self.ceiling_rule)
         curve = fig.line("kl", "reward", source=self.lm_curve, color=OKABE_ITO["blue"], line_width=2.5,
                          legend_label="sampled frontier: π* on m replies per prompt")
@@ -565,10 +581,10 @@ class KLPage(pn.viewable.Viewer):
         }
         ceiling = math.log(self.lm_samples)
         far = float(kl.max()) if len(kl) else 0.0
-        self.lm_figure.x_range.update(start=0.0, end=1.1 * max(ceiling, min(far, 3 * ceiling)))
+        self.lm_x_range.update(start=0.0, end=1.1 * max(ceiling, min(far, 3 * ceiling)))
         self.lm_approx.object = approximation_html(self.lm_samples, self.lm_prompts)
         summary = f"{len(kl)} evaluations drawn." if f is None and len(kl) else points_summary(self.lm_points.data, f)
-        beyond = int((kl > self.lm_figure.x_range.end).sum())
+        beyond = int((kl > self.lm_x_range.end).sum())
         if beyond:
             summary += f" {beyond} lie right of the view (up to {far:.1f} nats): zoom out to see them."
         self.lm_summary.object = f'<p class="fl-lm-summary">{summary}</p>'
@@ -617,49 +633,39 @@ class KLPage(pn.viewable.Viewer):
         self.pair.data = {"reply": list(PAIR), "ref": [0.5, 0.5], "pi": np.exp(logp)}
         self.two.object = two_replies_html(self.gap, self.beta, logp)
 
-    def __panel__(self):
-        # The slider moves log10 beta; its title shows beta itself, rounded as `beta_of` does
-        # (a formatter of this session's own: a Bokeh model belongs to one document).
-        beta_format = CustomJSTickFormatter(code="return Number((10 ** tick).toPrecision(2)).toString();")
-        beta_slider = slider(self.param.log_beta, width=420, format=beta_format)
-        distributions = plot_with_downloads(
-            column(self.reward_figure, self.ref_figure, self.pi_figure, sizing_mode="stretch_width"),
-            {"distributions": self.dist},
-            "The reference and the best policy, reply by reply",
+    def _distributions_section(self):
+        return self.collapse_card.guard(
+            plot_with_downloads(self._distribution_figures(), {"distributions": self.dist}, "The reference and the best policy, reply by reply"),
+            note="the distributions",
         )
+
+    def _frontier_section(self):
+        return self.collapse_card.guard(
+            plot_with_downloads(self._frontier_figure(), {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
+            note="the frontier",
+        )
+
+    def _replies_section(self):
         return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.collapse_card),
-            pn.Row(beta_slider, pn.widgets.Checkbox.from_param(self.param.zero_best, align="center")),
-            self.summary,
-            self.metrics,
-            self.collapse_card.guard(
-                pn.Row(
-                    distributions,
-                    plot_with_downloads(self.frontier_figure, {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
-                    sizing_mode="stretch_width",
-                ),
-                note="the distributions and the frontier",
-            ),
-            pn.Row(
-                pn.Column(
-                    pn.pane.Markdown("#### The most likely replies under π*", margin=(0, 10)),
-                    self.top_table,
-                    pn.pane.Markdown("#### A reply the reference never writes", margin=(0, 10)),
-                    self.never_card,
-                    self.never_card.guard(self.zero, note="what π* gives those replies"),
-                    sizing_mode="stretch_width",
-                ),
-                pn.Column(
-                    pn.pane.Markdown("#### Two equally likely replies: the exchange rate e^(gap/β)", margin=(0, 10)),
-                    slider(self.param.gap, width=320),
-                    self.two,
-                    plot_with_downloads(self.pair_figure, {"two_replies": self.pair}),
-                    sizing_mode="stretch_width",
-                ),
-                sizing_mode="stretch_width",
-            ),
-            pn.pane.Markdown("### Where the live runs sit", margin=(10, 10, 0, 10)),
+            pn.pane.Markdown("#### The most likely replies under π*", margin=(0, 10)),
+            self.top_table,
+            pn.pane.Markdown("#### A reply the reference never writes", margin=(0, 10)),
+            self.never_card,
+            self.never_card.guard(self.zero, note="what π* gives those replies"),
+            sizing_mode="stretch_width",
+        )
+
+    def _two_section(self):
+        return pn.Column(
+            pn.pane.Markdown("#### Two equally likely replies: the exchange rate e^(gap/β)", margin=(0, 10)),
+            slider(self.param.gap, width=320),
+            self.two,
+            plot_with_downloads(self._pair_figure(), {"two_replies": self.pair}),
+            sizing_mode="stretch_width",
+        )
+
+    def _live_section(self):
+        return pn.Column(
             pn.pane.HTML(
                 "<p>The same frontier for the language model of the live-run page, whose replies cannot be enumerated: "
                 "it is sampled, and each run's held-out evaluations (exact KL, reward) are drawn over it, step by step.</p>",
@@ -672,9 +678,24 @@ class KLPage(pn.viewable.Viewer):
             ),
             self.lm_controls,
             self.lm_status,
-            plot_with_downloads(self.lm_figure, {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
+            plot_with_downloads(self._lm_figure(), {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
             self.lm_summary,
             self.lm_approx,
+            sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        # The slider moves log10 beta; its title shows beta itself, rounded as `beta_of` does
+        # (a formatter of this session's own: a Bokeh model belongs to one document).
+        beta_format = CustomJSTickFormatter(code="return Number((10 ** tick).toPrecision(2)).toString();")
+        beta_slider = slider(self.param.log_beta, width=420, format=beta_format)
+        return pn.Column(
+            self.notice,
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.collapse_card),
+            pn.Row(beta_slider, pn.widgets.Checkbox.from_param(self.param.zero_best, align="center")),
+            self.summary,
+            self.metrics,
+            self.sections,
             sizing_mode="stretch_width",
         )
 

@@ -218,7 +218,7 @@ def test_runs_of_the_chosen_model_and_reward_are_drawn(runs_dir):
     assert pg.lm_paths.data["xs"] == [[0.0, 1.0, 18.0], [0.0, 1.5]] and pg.lm_paths.data["ys"] == [[0.4, 0.9, 2.8], [0.4, 2.3]]
     assert pg.lm_points.data["step"] == [0, 50, 100, 0, 100] and len(set(pg.lm_paths.data["colour"])) == 2
     assert OKABE_ITO["blue"] not in pg.lm_paths.data["colour"]  # the frontier's colour
-    assert pg.lm_figure.x_range.end == pytest.approx(1.1 * 3 * math.log(32))  # the 18-nat point is left out of the view
+    assert pg.lm_x_range.end == pytest.approx(1.1 * 3 * math.log(32))  # the 18-nat point is left out of the view
     assert "1 lie right of the view (up to 18.0 nats)" in pg.lm_summary.object
     short = next(label for label in pg.param.lm_source.objects if "T = 12" in label)
     pg.lm_source = short

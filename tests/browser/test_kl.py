@@ -25,6 +25,8 @@ def test_page_loads_with_the_seed_beta(open_page, console_errors, shown_text, sl
     policy = optimal_policy(reply_space(False)[0], 0.2)
     assert shown_text(metric(page, "kl")) == f"{policy.kl[0]:.3f}"
     assert shown_text(metric(page, "reward")) == f"{policy.reward[0]:.3f}"
+    page.locator(".bk-tab", has_text="Two replies: the exchange rate").click()  # built on first view
+    expect(page.locator(".fl-two").first).to_be_visible()
     two = shown_text(page.locator(".fl-two").first)
     assert "e1/0.2 = e5 = 148" in two and "e1/0.05 = e20 ≈ 4.9 × 108" in two
     page.wait_for_timeout(300)  # let the plots finish drawing before the picture
@@ -43,12 +45,14 @@ def test_keyboard_on_the_beta_slider_reaches_the_seed_beta_005(open_page, consol
     log_beta = float(page.evaluate("() => new URLSearchParams(location.search).get('log_beta')"))
     expect(page.locator(".fl-summary").first).to_have_text(expected_sentence(log_beta))
     assert slider_value(page, "KL coefficient β") == "0.05"
+    page.locator(".bk-tab", has_text="Two replies: the exchange rate").click()  # built now, with the β of now
     expect(page.locator(".fl-two-now").first).to_contain_text("e20 ≈ 4.9 × 108")
     assert console_errors == []
 
 
 def test_zero_reference_probability_stays_zero(open_page, console_errors, shown_text, slider_handle):
     page = open_page("kl")
+    page.locator(".bk-tab", has_text="The likeliest replies; one never written").click()
     page.get_by_role("checkbox").first.check()
     expect(page.locator(".fl-zero").first).to_have_text("0")
     page.wait_for_function("() => new URLSearchParams(location.search).get('zero_best') === 'true'")
@@ -63,7 +67,7 @@ def test_zero_reference_probability_stays_zero(open_page, console_errors, shown_
 
 
 def test_shared_link_restores_state_and_bad_values_fall_back(open_page, console_errors, shown_text, slider_value):
-    page = open_page("kl", "?log_beta=-2&zero_best=true&gap=2")
+    page = open_page("kl", "?log_beta=-2&zero_best=true&gap=2&section=two")
     assert shown_text(page.locator(".fl-summary").first) == expected_sentence(-2.0, zero_best=True)
     assert slider_value(page, "KL coefficient β") == "0.01"
     assert page.get_by_role("checkbox").first.is_checked()
@@ -75,7 +79,7 @@ def test_shared_link_restores_state_and_bad_values_fall_back(open_page, console_
 
 
 def test_the_sampled_frontier_streams_in_from_a_link(open_page, console_errors, shown_text):
-    page = open_page("kl", "?lm_prompts=2&lm_samples=4&lm_seed=3")
+    page = open_page("kl", "?lm_prompts=2&lm_samples=4&lm_seed=3&section=live")
     status = page.locator(".fl-lm-status").first
     expect(status).to_contain_text("Press Start")
     page.get_by_role("button", name="Start").first.click()
