@@ -40,6 +40,7 @@ from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls, seed_control
+from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
 from widgets.style import OKABE_ITO, plot
@@ -62,7 +63,7 @@ RESTART_DELAY_MS = 300
 COLOURS = {"exact": OKABE_ITO["grey"], "none": OKABE_ITO["orange"], "b": OKABE_ITO["blue"], "b_star": OKABE_ITO["green"]}
 TRAIN_COLOURS = dict(zip(BASELINES, (OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["green"])))
 TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
-CONTROLS = ("mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "b", "samples", "seed", "arm", "seeds", "steps", "lr", "train_seed")
+CONTROLS = ("mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "b", "samples", "seed", "arm", "seeds", "steps", "lr", "train_seed", "section")
 """Every control, in the order of the query string."""
 ANALYTIC = {"mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "samples", "seed"}
 """Controls that change the samples (and so every analytic panel)."""
@@ -259,6 +260,7 @@ class BanditPage(pn.viewable.Viewer):
     steps = param.Integer(default=400, bounds=(10, 2000), step=10, label="Training steps")
     lr = param.Number(default=0.05, bounds=(0.005, 0.5), step=0.005, label="Learning rate lr")
     train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
+    section = param.Selector(default="estimates", objects=["estimates", "histogram", "training"], label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
@@ -269,10 +271,11 @@ class BanditPage(pn.viewable.Viewer):
         self.histogram = ColumnDataSource(name="histogram")
         self.curves = ColumnDataSource(EMPTY_CURVES, name="training")
         self.arms = ColumnDataSource(EMPTY_ARMS, name="final_arms")
-        self.gradient_figure = self._gradient_figure()
-        self.variance_figure = self._variance_figure()
-        self.histogram_figure = self._histogram_figure()
-        self.training_figure, self.arms_figure = self._training_figures()
+        # The figures are built with their sections, on first view; what the updates move is made here.
+        self.b_rule = Span(location=self.b, dimension="height", line_color=COLOURS["b"], line_dash=[4, 3], line_width=1.5)
+        self.b_star_rule = Span(location=0, dimension="height", line_color=COLOURS["b_star"], line_dash=[2, 2], line_width=1.5)
+        self.exact_rule = Span(location=0, dimension="height", line_color=COLOURS["exact"], line_width=2)
+        self.steps_range, self.J_range, self.seeds_range = Range1d(0, self.steps), Range1d(5, 8), Range1d(0, self.seeds)
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
         self.metrics = MetricRow(
             {
@@ -298,12 +301,28 @@ class BanditPage(pn.viewable.Viewer):
         self._pending_start = None  # the session's timeout callback of a delayed restart
         self.run = StreamingRun(self._show_training, self._training_done, time_limit=limits.current().compute_seconds)
         self.run_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
+        self._started = False
+        self.sections = LazySections(self.param.section, {
+            "estimates": ("Gradient and variance", self._estimates_section),
+            "histogram": ("One coordinate's estimates", self._histogram_section),
+            "training": ("Training with and without a baseline", self._training_section),
+        }, on_open=self._opened)
         self.param.watch(self._changed, list(CONTROLS))
         self.notice = sync_url(self, list(CONTROLS), query)
         self._update_estimates(sweep=True)
         self._update_histogram()
         self._frame_training()
-        pn.state.onload(self.start_training)
+        pn.state.onload(self._start)
+
+    def _start(self) -> None:
+        # Once the browser has the page, and only if the training section is open: a visit that never looks costs no run.
+        self._started = True
+        if "training" in self.sections.opened:
+            self.start_training()
+
+    def _opened(self, section: str) -> None:
+        if section == "training" and self._started:
+            self.start_training()
 
     # -- figures, built once; every update replaces the data of their sources
 
@@ -326,8 +345,6 @@ class BanditPage(pn.viewable.Viewer):
         fig.segment("b", "low", "b", "high", source=self.points, color=COLOURS["none"], line_width=2)
         dots = fig.scatter("b", "mc", source=self.points, size=8, color=COLOURS["none"])
         marks = fig.scatter("b", "variance", source=self.marks, marker="diamond", size=15, color="colour")
-        self.b_rule = Span(location=self.b, dimension="height", line_color=COLOURS["b"], line_dash=[4, 3], line_width=1.5)
-        self.b_star_rule = Span(location=0, dimension="height", line_color=COLOURS["b_star"], line_dash=[2, 2], line_width=1.5)
         fig.add_layout(self.b_rule)
         fig.add_layout(self.b_star_rule)
         items = [
@@ -342,7 +359,6 @@ class BanditPage(pn.viewable.Viewer):
         fig = plot("one-sample estimate ĝ_k (reward units)", "samples per bin", height=300)
         none = fig.quad(left="left", right="right", bottom=0, top="none", source=self.histogram, color=COLOURS["none"], alpha=0.55, line_width=0)
         base = fig.quad(left="left", right="right", bottom=0, top="baseline", source=self.histogram, color=COLOURS["b"], alpha=0.55, line_width=0)
-        self.exact_rule = Span(location=0, dimension="height", line_color=COLOURS["exact"], line_width=2)
         fig.add_layout(self.exact_rule)
         items = [
             LegendItem(label="r · score_k (no baseline)", renderers=[none]),
@@ -352,7 +368,7 @@ class BanditPage(pn.viewable.Viewer):
         return fig
 
     def _training_figures(self):
-        fig = plot("REINFORCE step", "J (reward units)", x_range=(0, self.steps), y_range=(5, 8), height=340)
+        fig = plot("REINFORCE step", "J (reward units)", x_range=self.steps_range, y_range=self.J_range, height=340)
         items = []
         for baseline in BASELINES:
             colour = TRAIN_COLOURS[baseline]
@@ -361,8 +377,7 @@ class BanditPage(pn.viewable.Viewer):
             items.append(LegendItem(label=f"{TRAIN_NAMES[baseline]}: mean, 10th to 90th percentile", renderers=[line, band]))
         fig.add_layout(Legend(items=items, orientation="vertical"), "below")
         arms = [str(k) for k in range(1, K + 1)]
-        bars = plot("most likely arm at the current step", "seeds", x_range=FactorRange(*arms), height=340)
-        bars.y_range = Range1d(0, self.seeds)
+        bars = plot("most likely arm at the current step", "seeds", x_range=FactorRange(*arms), y_range=self.seeds_range, height=340)
         bar_items = []
         for offset, baseline in zip((-0.27, 0.0, 0.27), BASELINES):
             glyph = bars.vbar(x=dodge("arm", offset, range=bars.x_range), top=baseline, width=0.25, source=self.arms, color=TRAIN_COLOURS[baseline])
@@ -390,7 +405,8 @@ class BanditPage(pn.viewable.Viewer):
                 self._update_histogram()
             if names & TRAINING:
                 self._frame_training()
-                self.restart_training_soon()
+                if "training" in self.sections.opened:
+                    self.restart_training_soon()
 
     def _update_estimates(self, sweep: bool):
         """The Monte Carlo run at b = 0 and the current b, and with `sweep` also at the seed's
@@ -462,10 +478,9 @@ class BanditPage(pn.viewable.Viewer):
 
     def _frame_training(self):
         """Axes that hold the whole run, so the curves fill in without the plot jumping."""
-        self.training_figure.x_range.end = self.steps
-        self.training_figure.y_range.start = min(self.means) - 0.1
-        self.training_figure.y_range.end = max(self.means) + 0.1
-        self.arms_figure.y_range.end = self.seeds
+        self.steps_range.end = self.steps
+        self.J_range.update(start=min(self.means) - 0.1, end=max(self.means) + 0.1)
+        self.seeds_range.end = self.seeds
 
     def restart_training_soon(self) -> None:
         """Stop the run under way and clear its curves now; start afresh once the controls have
@@ -525,6 +540,52 @@ class BanditPage(pn.viewable.Viewer):
         """Move the baseline slider to `value` (V or b*), rounded to the slider's hundredths."""
         self.b = round(float(value), 2)
 
+    def _estimates_section(self):
+        return self.predict_card.guard(
+            pn.Row(
+                plot_with_downloads(self._gradient_figure(), {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
+                plot_with_downloads(self._variance_figure(), {"variance_curve": self.curve, "variance_points": self.points},
+                                    "Total variance against the baseline b"),
+                sizing_mode="stretch_width",
+            ),
+            note="the gradient and the variance",
+        )
+
+    def _histogram_section(self):
+        return pn.Column(
+            labelled(pn.widgets.RadioButtonGroup.from_param(self.param.arm)),
+            self.predict_card.guard(
+                plot_with_downloads(self._histogram_figure(), {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
+                note="the estimates",
+            ),
+            sizing_mode="stretch_width",
+        )
+
+    def _training_section(self):
+        training_figure, arms_figure = self._training_figures()
+        return pn.Column(
+            pn.pane.Markdown(
+                "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
+                "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run.",
+                sizing_mode="stretch_width",
+                margin=(0, 10),
+            ),
+            pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
+            self.run_controls,
+            self.run.notice,
+            self.arm_card,
+            self.arm_card.guard(
+                pn.Row(
+                    plot_with_downloads(training_figure, {"training": self.curves}, "Mean J over seeds, 10th to 90th percentile"),
+                    plot_with_downloads(arms_figure, {"final_arms": self.arms}, "Which arm each seed prefers"),
+                    sizing_mode="stretch_width",
+                ),
+                self.table,
+                note="where the seeds end up",
+            ),
+            sizing_mode="stretch_width",
+        )
+
     def __panel__(self):
         bandit = pn.Column(
             pn.pane.Markdown("#### The bandit and the policy", margin=(0, 10)),
@@ -538,48 +599,15 @@ class BanditPage(pn.viewable.Viewer):
         estimate = pn.Column(
             pn.pane.Markdown("#### The estimate", margin=(0, 10)),
             pn.Row(slider(self.param.b, width=260), self.b_to_V, self.b_to_star, slider(self.param.samples, width=260, format="0,0")),
-            pn.Row(seed_control(self.param.seed), labelled(pn.widgets.RadioButtonGroup.from_param(self.param.arm))),
-        )
-        training = pn.Column(
-            pn.pane.Markdown(
-                "### Training with and without a baseline\n"
-                "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
-                "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run.",
-                sizing_mode="stretch_width",
-                margin=(0, 10),
-            ),
-            pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
-            self.run_controls,
-            self.run.notice,
-            self.arm_card,
-            self.arm_card.guard(
-                pn.Row(
-                    plot_with_downloads(self.training_figure, {"training": self.curves}, "Mean J over seeds, 10th to 90th percentile"),
-                    plot_with_downloads(self.arms_figure, {"final_arms": self.arms}, "Which arm each seed prefers"),
-                    sizing_mode="stretch_width",
-                ),
-                self.table,
-                note="where the seeds end up",
-            ),
-            sizing_mode="stretch_width",
+            seed_control(self.param.seed),
         )
         return pn.Column(
             self.notice,
             equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
             bandit,
             estimate,
-            self.predict_card.guard(
-                self.summary,
-                self.metrics,
-                pn.Row(
-                    plot_with_downloads(self.gradient_figure, {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
-                    plot_with_downloads(self.variance_figure, {"variance_curve": self.curve, "variance_points": self.points}, "Total variance against the baseline b"),
-                    sizing_mode="stretch_width",
-                ),
-                plot_with_downloads(self.histogram_figure, {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
-                note="the estimates",
-            ),
-            training,
+            self.predict_card.guard(self.summary, self.metrics, placeholder=False),
+            self.sections,
             sizing_mode="stretch_width",
         )
 

@@ -124,7 +124,7 @@ def test_policy_that_prefers_arm_4_and_the_b_buttons():
 
 
 def test_training_curves_and_counts_follow_the_engine():
-    pg = make(seeds=40, steps=120, lr=0.1, train_seed=4)
+    pg = make(seeds=40, steps=120, lr=0.1, train_seed=4, section="training")
     view = pg.view
     assert view.step == 120
     assert pg.run_controls.progress == 1.0 and not pg.run_controls.running
@@ -147,13 +147,23 @@ def test_training_curves_and_counts_follow_the_engine():
     assert training_table(view) == pg.table.object and "After step 120 of 120, 40 seeds" in pg.table.object
 
 
-def test_a_new_setting_cancels_the_run_under_way():
+def test_training_runs_once_its_section_is_opened():
     pg = make()
+    assert pg.view is None and not pg.run.running and pg.sections.opened == {"estimates"}
+    pg.steps = 20  # the axes follow the controls before the section is built
+    assert pg.steps_range.end == 20 and pg.view is None
+    pg.section = "training"
+    pg.run.join()
+    assert pg.view.step == 20 and pg.view.settings == pg.training_settings()
+
+
+def test_a_new_setting_cancels_the_run_under_way():
+    pg = make(section="training")
     pg.param.update(seeds=500, steps=2000)  # a long run starts
     pg.steps = 30  # replaces the long run; only the new run's snapshots are drawn
     pg.run.join()
     assert pg.view.settings.steps == 30 and len(pg.curves.data["step"]) == 31
-    assert pg.training_figure.x_range.end == 30
+    assert pg.steps_range.end == 30
     stale = replace(pg.view, settings=replace(pg.view.settings, lr=0.2), curves={"step": [0]})
     pg._show_training(stale)  # a snapshot of a run whose settings are gone is dropped
     assert len(pg.curves.data["step"]) == 31

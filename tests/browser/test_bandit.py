@@ -30,7 +30,8 @@ def test_page_loads_with_the_seed_numbers_and_trains(open_page, console_errors, 
     expect(metric(page, "exact_none")).to_have_text("33.062")  # the seed's exact 33.06 and 1.375
     expect(metric(page, "exact_b")).to_have_text("1.375")
     expect(metric(page, "b_star")).to_have_text("6.500")
-    # The training run starts on load on a worker thread and streams into the table.
+    # The training run starts when its section is first opened, on a worker thread, and streams into the table.
+    page.locator(".bk-tab", has_text="Training with and without a baseline").click()
     expect(page.locator(".fl-training caption")).to_have_text("After step 400 of 400, 200 seeds", timeout=60_000)
     assert page.locator(".fl-training td", has_text="exact value V").count() == 1
     page.wait_for_timeout(300)  # let the plots finish drawing before the picture
@@ -39,7 +40,7 @@ def test_page_loads_with_the_seed_numbers_and_trains(open_page, console_errors, 
 
 
 def test_keyboard_moves_b_and_restarts_training(open_page, console_errors, slider_handle):
-    page = open_page("bandit", "?samples=50000&seeds=50&steps=100")
+    page = open_page("bandit", "?samples=50000&seeds=50&steps=100&section=training")
     handle = slider_handle(page, "Baseline b")
     handle.focus()
     for _ in range(3):
