@@ -19,9 +19,11 @@ from __future__ import annotations
 import html
 import json
 import weakref
+from functools import lru_cache
 
 import panel as pn
 import param
+from markdown_it import MarkdownIt
 from panel.custom import JSComponent
 
 from widgets.updates import one_update
@@ -38,11 +40,6 @@ CARD_STYLES = {
 }
 """The card's look: the palette's orange as an accent, a background that also reads on the dark theme."""
 PLACEHOLDER_STYLES = {"border": "1px dashed rgba(128, 128, 128, 0.6)", "border-radius": "4px", "padding": "0 0.8em", "margin": "0.3em 10px", "opacity": "0.85"}
-VERDICT_CSS = """
-p { margin: 0.3em 0 0.1em 0; }
-.fl-verdict-right { color: #009E73; font-weight: 700; }
-.fl-verdict-wrong { color: #D55E00; font-weight: 700; }
-"""
 
 
 class Guide(param.Parameterized):
@@ -163,6 +160,99 @@ def card_class(key: str) -> str:
     return "fl-card-" + "".join(c if c.isalnum() else "-" for c in key.lower())
 
 
+@lru_cache(maxsize=256)
+def markdown_html(text: str) -> str:
+    """`text` (the pages' Markdown: bold, italics, code) as HTML; the cards' texts are fixed, so each is rendered once."""
+    return MarkdownIt("commonmark").render(text)
+
+
+class CardView(JSComponent):
+    """A card as the browser draws it: one element for the question, its choices, Reveal, the verdict and "Ask me again".
+
+    Seven Panel components drawn the usual way cost a page visit about 17 Bokeh models and
+    75 ms of server CPU per card; this one is a single component. The browser sends
+    {"commit": choice} when Reveal is pressed and {"forget": true} for "Ask me again";
+    `PredictionCard` turns those into the guide's answers.
+    """
+
+    question = param.String(default="", doc="The question, as HTML.")
+    choices = param.List(default=[], doc="[value, label] pairs, in the order shown.")
+    chosen = param.String(default="", doc="The committed choice, '' for none.")
+    asking = param.Boolean(default=True, doc="Show the choices and Reveal (prompts on and not answered yet).")
+    verdict = param.String(default="", doc="Right or not, or the answer, as HTML.")
+    explanation = param.String(default="", doc="Why, as HTML; shown with the verdict.")
+    again = param.Boolean(default=False, doc="Offer 'Ask me again' (prompts on and answered).")
+
+    _esm = """
+    const CSS = `
+      :host { display: block; }
+      p { margin: 0.3em 0 0.1em 0; }
+      .fl-choices { display: flex; flex-direction: column; gap: 0.15em; margin: 0.2em 10px 0.4em 10px; }
+      .fl-choices label { cursor: pointer; }
+      .fl-choices input { vertical-align: middle; margin: 0 0.4em 0.15em 0; }
+      button { font: inherit; padding: 0.25em 0.9em; border-radius: 4px; border: 1px solid #0072B2; cursor: pointer; margin: 0.2em 0; }
+      button.fl-reveal { background: #0072B2; color: #ffffff; }
+      button.fl-reveal:disabled { opacity: 0.5; cursor: default; }
+      button.fl-again { background: transparent; color: inherit; border-color: rgba(128, 128, 128, 0.6); }
+      .fl-verdict-right { color: #009E73; font-weight: 700; }
+      .fl-verdict-wrong { color: #D55E00; font-weight: 700; }
+    `
+    export function render({ model, el }) {
+      const name = 'choice-' + Math.random().toString(36).slice(2)
+      const block = (html) => { const div = document.createElement('div'); div.innerHTML = html; return div }
+      const draw = () => {
+        const style = document.createElement('style')
+        style.textContent = CSS
+        const parts = [style, block(model.question)]
+        if (model.asking) {
+          const reveal = document.createElement('button')
+          reveal.className = 'fl-reveal'
+          reveal.textContent = 'Reveal'
+          reveal.disabled = true
+          const list = document.createElement('div')
+          list.className = 'fl-choices'
+          list.setAttribute('role', 'radiogroup')
+          for (const [value, label] of model.choices) {
+            const option = document.createElement('label')
+            const input = document.createElement('input')
+            input.type = 'radio'
+            input.name = name
+            input.value = value
+            input.addEventListener('change', () => { reveal.disabled = false })
+            option.append(input, ' ' + label)
+            list.append(option)
+          }
+          reveal.addEventListener('click', () => {
+            const picked = list.querySelector('input:checked')
+            if (picked) { model.send_msg({ commit: picked.value }) }
+          })
+          parts.push(list, reveal)
+        } else {
+          parts.push(block(model.verdict), block(model.explanation))
+          if (model.again) {
+            const again = document.createElement('button')
+            again.className = 'fl-again'
+            again.textContent = 'Ask me again'
+            again.addEventListener('click', () => model.send_msg({ forget: true }))
+            parts.push(again)
+          }
+        }
+        el.replaceChildren(...parts)
+      }
+      draw()
+      model.on(['question', 'choices', 'chosen', 'asking', 'verdict', 'explanation', 'again'], draw)
+    }
+    """
+
+    def __init__(self, on_msg=None, **params):
+        super().__init__(**params)
+        self._on_msg = on_msg
+
+    def _handle_msg(self, data) -> None:
+        if self._on_msg is not None and isinstance(data, dict):
+            self._on_msg(data)
+
+
 class PredictionCard(pn.viewable.Viewer):
     """A question with a few choices; what it guards is shown once the learner has committed.
 
@@ -172,7 +262,7 @@ class PredictionCard(pn.viewable.Viewer):
 
     `key` names the card across the app (it is the key of the stored answer). With the
     guide's prompts off the card shows the question with its answer and explanation, and
-    every guarded panel is shown at once.
+    every guarded panel is shown at once. The card itself is one `CardView`.
     """
 
     revealed = param.Boolean(default=False, doc="Whether the guarded panels are shown (answered, or prompts off).")
@@ -192,31 +282,25 @@ class PredictionCard(pn.viewable.Viewer):
         if answer not in choices:
             raise ValueError(f"The answer {answer!r} is not one of the choices {list(choices)}.")
         self.key, self.choices, self.answer, self.guide = key, choices, answer, guide
-        self.question = pn.pane.Markdown(f"**{kind}.** {question}", sizing_mode="stretch_width", margin=(0, 0))
-        self.options = pn.widgets.RadioBoxGroup(options={label: value for value, label in choices.items()}, inline=False, margin=(0, 10))
-        self.options.value = None  # nothing chosen until the learner chooses
-        self.reveal_button = pn.widgets.Button(label="Reveal", color="primary", width=90, disabled=True)
-        self.again_button = pn.widgets.Button(label="Ask me again", color="light", width=120)
-        self.verdict = pn.pane.HTML(sizing_mode="stretch_width", margin=(0, 0), stylesheets=[VERDICT_CSS])
-        self.explanation = pn.pane.Markdown(explanation, sizing_mode="stretch_width", margin=(0, 0))
-        self._guarded: list[tuple[pn.Column, tuple]] = []  # each guarded column and what it shows once revealed
-        self._placeholders: list[pn.pane.Markdown] = []
-        self.options.param.watch(lambda event: setattr(self.reveal_button, "disabled", event.new is None), "value")
-        self.reveal_button.on_click(lambda _event: self.commit())
-        self.again_button.on_click(lambda _event: self.guide.forget(self.key))
-        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers"])
-        self._layout = pn.Column(
-            self.question,
-            self.options,
-            self.reveal_button,
-            self.verdict,
-            self.explanation,
-            self.again_button,
+        self.view = CardView(
+            on_msg=self._from_browser,
+            question=markdown_html(f"**{kind}.** {question}"),
+            choices=[[value, label] for value, label in choices.items()],
+            explanation=markdown_html(explanation),
             sizing_mode="stretch_width",
             styles=CARD_STYLES,
             css_classes=["fl-predict", card_class(key)],
         )
+        self._guarded: list[tuple[pn.Column, tuple]] = []  # each guarded column and what it shows once revealed
+        self._placeholders: list[pn.pane.HTML] = []
+        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers"])
         self._refresh()
+
+    def _from_browser(self, message: dict) -> None:
+        if "commit" in message and message["commit"] in self.choices:
+            self.commit(message["commit"])
+        elif message.get("forget"):
+            self.guide.forget(self.key)
 
     @property
     def chosen(self) -> str | None:
@@ -260,13 +344,9 @@ class PredictionCard(pn.viewable.Viewer):
         chosen, asking = self.chosen, self.guide.prompts and self.chosen is None
         self.revealed = not asking
         with one_update():
-            self.options.visible = self.reveal_button.visible = asking
-            self.again_button.visible = self.guide.prompts and chosen is not None
-            self.explanation.visible = not asking
-            self.verdict.visible = not asking
-            self.verdict.object = self._verdict_html(chosen)
-            if chosen is not None:
-                self.options.value = chosen
+            self.view.param.update(
+                asking=asking, chosen=chosen or "", again=self.guide.prompts and chosen is not None, verdict=self._verdict_html(chosen)
+            )
             for column, objects in self._guarded:
                 if self.revealed and not column.objects:
                     column.objects = list(objects)
@@ -284,4 +364,4 @@ class PredictionCard(pn.viewable.Viewer):
         return f'<p><span class="fl-verdict-wrong">✗ Not quite.</span> You chose: {yours}. The answer: <strong>{right}</strong>.</p>'
 
     def __panel__(self):
-        return self._layout
+        return self.view

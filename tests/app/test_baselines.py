@@ -95,7 +95,7 @@ def test_the_prediction_guards_the_demo_and_the_check_yourself_uses_the_engine()
     assert placeholder.visible and not demo.visible and not pg.predict_card.revealed
     assert pg.predict_card.answer == "mean"  # seed 001 section 4: the mean never moves with b
     pg.predict_card.commit("sd")
-    assert demo.visible and not placeholder.visible and "Not quite" in pg.predict_card.verdict.object
+    assert demo.visible and not placeholder.visible and "Not quite" in pg.predict_card.view.verdict
     shifted = two_action_estimates(0.5, 0.0, R1 + SHIFT, R2 + SHIFT)  # section 3: 100 added to both rewards
     _, choices, explanation = shift_card_text()
     assert pg.shift_card.answer == "noise" and choices["noise"] == f"The true gradient stays {float(shifted.mean):g}; the estimates become {float(shifted.g1):g} and {float(shifted.g2):g}."

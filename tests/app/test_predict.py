@@ -28,17 +28,17 @@ def test_a_card_guards_until_the_learner_commits():
     assert not c.revealed and not column.visible and placeholder.visible
     assert len(column) == 0  # what it guards is built on the first reveal, not before
     assert "the plot" in placeholder.object
-    assert c.options.visible and c.reveal_button.visible and c.reveal_button.disabled  # nothing chosen yet
-    assert c.options.value is None and not c.explanation.visible
-    c.options.value = "sd"
-    assert not c.reveal_button.disabled and not c.revealed  # choosing is not yet committing
-    c.reveal_button.clicks += 1
+    assert c.view.asking and not c.view.again and c.view.choices == [[k, v] for k, v in CHOICES.items()]
+    assert "<strong>Predict first.</strong> Which will not move?" in c.view.question
+    c.view._handle_msg({"commit": "best"})  # a choice the card does not offer is ignored
+    assert not c.revealed and guide.answers == {}
+    c.view._handle_msg({"commit": "sd"})  # what the browser sends when Reveal is pressed
     assert c.revealed and column.visible and not placeholder.visible
     assert column[0].object == "the plot"
     assert guide.answers == {"demo/what-moves": "sd"}
-    assert c.explanation.visible and not c.options.visible and not c.reveal_button.visible
-    assert "Not quite" in c.verdict.object and "their standard deviation" in c.verdict.object
-    assert "<strong>their mean</strong>" in c.verdict.object  # the right answer is named
+    assert not c.view.asking and c.view.chosen == "sd" and "Only the mean stays put." in c.view.explanation
+    assert "Not quite" in c.view.verdict and "their standard deviation" in c.view.verdict
+    assert "<strong>their mean</strong>" in c.view.verdict  # the right answer is named
 
 
 def test_a_right_answer_is_marked_right_and_ask_again_guards_once_more():
@@ -46,9 +46,9 @@ def test_a_right_answer_is_marked_right_and_ask_again_guards_once_more():
     c = card(guide)
     placeholder, column = guarded(c)
     c.commit("mean")
-    assert "Right." in c.verdict.object and "Not quite" not in c.verdict.object
-    assert c.again_button.visible
-    c.again_button.clicks += 1
+    assert "Right." in c.view.verdict and "Not quite" not in c.view.verdict
+    assert c.view.again
+    c.view._handle_msg({"forget": True})  # "Ask me again"
     assert guide.answers == {} and not c.revealed and not column.visible and placeholder.visible
 
 
@@ -59,9 +59,9 @@ def test_the_off_switch_reveals_every_card_and_on_guards_the_unanswered_again():
     second.commit("both")
     guide.prompts = False
     assert all(c.revealed for c in (first, second)) and all(col.visible for col in columns)
-    assert not first.options.visible and not first.again_button.visible
-    assert "The answer: <strong>their mean</strong>" in first.verdict.object  # unanswered: the answer, no verdict
-    assert "Not quite" in second.verdict.object  # answered: the learner's own verdict stays
+    assert not first.view.asking and not first.view.again
+    assert "The answer: <strong>their mean</strong>" in first.view.verdict  # unanswered: the answer, no verdict
+    assert "Not quite" in second.view.verdict  # answered: the learner's own verdict stays
     guide.prompts = True
     assert not first.revealed and not columns[0].visible
     assert second.revealed and columns[1].visible  # answered before, still shown

@@ -82,4 +82,4 @@ def test_the_predictions_guard_the_ceiling_until_answered():
     pg.compare_card.commit("scores")
     assert not results.visible  # the comparisons question guards only its own answer
     pg.ceiling_card.commit("ceiling")
-    assert results.visible and not placeholder.visible and "Right." in pg.ceiling_card.verdict.object
+    assert results.visible and not placeholder.visible and "Right." in pg.ceiling_card.view.verdict

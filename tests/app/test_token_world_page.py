@@ -168,5 +168,5 @@ def test_the_prediction_guards_the_lambda_panels_and_its_answer_is_the_engines()
     best = float(exact.lambdas[int(np.argmin(exact.total[:, 0]))])  # the exact critic's column
     assert pg.predict_card.answer == f"{best:g}" == "0"
     pg.predict_card.commit("0.95")
-    assert pg.predict_card.revealed and "Not quite" in pg.predict_card.verdict.object
+    assert pg.predict_card.revealed and "Not quite" in pg.predict_card.view.verdict
     pg.close()

@@ -54,7 +54,7 @@ def test_prompts_off_persists_in_this_browser_and_a_fresh_one_starts_with_prompt
     wait_for_guide(page)
     expect(switch(page)).not_to_be_checked()
     expect(results).to_be_visible()
-    page = open_page("kl", prompts=True)  # another page of the same browser reads the same switch
+    page = open_page("kl", "?section=replies", prompts=True)  # another page of the same browser reads the same switch
     expect(switch(page)).not_to_be_checked()
     expect(page.locator(".fl-card-kl-never-written")).to_contain_text("The answer: exactly 0, for every β.")
     expect(page.get_by_text("The reference writes “superb” with probability")).to_be_visible()
