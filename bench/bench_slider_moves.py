@@ -3,7 +3,8 @@
     python -m bench.bench_slider_moves [--moves 20] [--pages ROUTE ...]
 
 For each analytic page, one visit is built as a server session builds it (its document as Panel's
-current document) with every prediction card answered, so every plot is shown and updated. Then
+current document) with every prediction card answered and every section's tab opened once, so
+every plot is shown and updated. Then
 each slider of the page is moved `--moves` times, one step at a time in one direction (turning at
 an end), as a browser's change arrives (`widget._process_events`), with the process's results
 cache (app.results_cache) emptied first: each move asks for values nobody has asked for yet; a move's cost is the CPU time of this
@@ -62,6 +63,9 @@ def move_costs(route: str, build, moves: int) -> dict[str, list[float]]:
         # the event loop's next tick (taken below, as that tick would), where it drops them for a document
         # nobody is connected to.
         state._connected[doc] = True
+        for tabs in (t for part in template.main for t in part.select(pn.Tabs)):
+            for i in range(len(tabs)):  # open every section (built on first view), so its sliders are moved too
+                tabs.active = i
         for widget in sliders(template):
             label = widget.name or f"slider {len(costs) + 1}"
             right = widget.value < widget.end
