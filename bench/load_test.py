@@ -548,6 +548,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="+", default=["baselines", "token-world"], help="the pages of --burst (default: baselines token-world)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1:
+        parser.error("--sessions and --moves must be at least 1, --seconds more than 0 and --burst not negative")
     if args.burst:
         reports = run_bursts(args.pages, args.burst, args.timeout)
         if args.json:

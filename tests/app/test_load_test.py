@@ -7,6 +7,7 @@ import random
 import pytest
 
 from app.pages.baselines import BaselinesPage
+from bench import load_test
 from bench.load_test import Figures, PageSession, Refused, burst, probe, visit
 
 
@@ -38,3 +39,10 @@ def test_a_burst_of_learners_opening_one_page_all_get_it(roomy_server):
     report = asyncio.run(burst(roomy_server.url, "baselines", 4, timeout=60))
     assert report["errors"] == [] and report["ready"]["n"] == 4
     assert report["ready"]["p50"] <= report["ready"]["p95"] <= report["ready"]["max"]
+
+
+@pytest.mark.parametrize("argv", [["--sessions", "0"], ["--seconds", "0"], ["--burst", "-1"], ["--moves", "0"]])
+def test_impossible_numbers_get_one_sentence_and_exit_status_2(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        load_test.main(argv)
+    assert stop.value.code == 2 and "must be at least 1" in capsys.readouterr().err
