@@ -252,8 +252,34 @@ def monte_carlo(means, sd: float, theta, b, samples: int, seed: int) -> MonteCar
     return summarise_draws(*one_sample_draws(means, sd, theta, samples, seed), b)
 
 
+@dataclass(frozen=True)
+class ArmSums:
+    """One-sample draws reduced to what their summaries need. The score s_i is one of only K vectors,
+    S_k = onehot(k) - pi for the arm drawn, so every sum over the N samples is a sum over the arms."""
+
+    S: np.ndarray
+    """The score vector of each arm, onehot(k) - pi, (K, K) (the row of an arm never drawn weighs 0)."""
+    P: np.ndarray
+    """Per-arm power sums of the ratings, P[p, k] = sum_{i: a_i = k} r_i^p for p = 0 to 4 (p = 0: the counts), (5, K)."""
+
+
+def arm_sums(r: np.ndarray, s: np.ndarray) -> ArmSums:
+    """Ratings r (N,) and scores s (N, K) of `one_sample_draws` reduced to per-arm sums: one pass over the draws."""
+    N, K = s.shape
+    a = np.flatnonzero(s.ravel() > 0) % K  # (N,) the arm drawn: 1 - pi_a is the only positive entry of s_i
+    S = s[[np.argmax(a == k) for k in range(K)]]  # (K, K) the score of an i that drew each arm
+    r2 = r * r
+    P = np.stack([np.bincount(a, weights=w, minlength=K) for w in (np.ones(N), r, r2, r2 * r, r2 * r2)])  # (5, K)
+    return ArmSums(S=S, P=P)
+
+
 def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
-    """Seed 000 sections 6.4 and 6.7 on given draws, ratings r (N,) and scores s (N, K):
+    """`summarise_sums` of the draws' `arm_sums`: every baseline b's summary of g_i(b) = (r_i - b) s_i."""
+    return summarise_sums(arm_sums(r, s), b)
+
+
+def summarise_sums(sums: ArmSums, b) -> MonteCarlo:
+    """Seed 000 sections 6.4 and 6.7 on given draws, reduced to their `arm_sums`:
 
         g_i(b) = (r_i - b) s_i,   s_i = onehot(a_i) - pi
 
@@ -262,25 +288,34 @@ def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
 
         |g_i - m|^2 - |m|^2 = c_i^2 |s_i|^2 - 2 c_i s_i.m = alpha_i + beta_i b + gamma_i b^2
 
-    is a quadratic in b per sample, so every baseline's moments follow from three (N,) arrays,
-    their means and their covariance: O(N) once, O(1) per baseline, never an (N, B, K) array.
+    is a quadratic in b per sample, so every baseline's moments follow from the means and the
+    covariance of (alpha, beta, gamma). And s_i is one of only K vectors, S_k = onehot(k) - pi for
+    the arm drawn, so alpha_i, beta_i and gamma_i are polynomials in r_i of degree 2, 1 and 0 with
+    coefficients of the arm: every sum over the N samples is a sum over the K arms of the per-arm
+    power sums P[p, k] = sum_{i: a_i = k} r_i^p, p = 0 to 4. O(K): no pass over the draws.
     """
-    N, K = s.shape
-    s2 = s**2  # (N, K)
-    s_sq = s2 @ np.ones(K)  # (N,) |s_i|^2 (a matrix product: much faster than a sum over a short axis)
-    b_star = float(r @ s_sq / s_sq.sum())
+    S, P = sums.S, sums.P
+    K = S.shape[0]
+    n, P1, P2 = P[0], P[1], P[2]  # (K,) counts, sums of r and of r^2 per arm
+    N = n.sum()
 
-    mean_s, mean_rs = np.ones(N) @ s / N, r @ s / N  # (K,) each
-    dot_rs, dot_s = s @ mean_rs, s @ mean_s  # (N,) each: s_i . m(b) = dot_rs - b dot_s
+    S2 = S**2  # (K, K)
+    s_sq = S2.sum(1)  # (K,) |S_k|^2
+    b_star = float(P1 @ s_sq / (n @ s_sq))
+    mean_s, mean_rs = n @ S / N, P1 @ S / N  # (K,) each
+    dot_rs, dot_s = S @ mean_rs, S @ mean_s  # (K,) each: S_k . m(b) = dot_rs - b dot_s
     baselines = np.append(np.asarray(b, dtype=float), b_star)  # (B + 1,)
     mean = mean_rs - baselines[:, None] * mean_s  # (B + 1, K)
     # (1/N) sum_i c_i^2 s_i^2 per component, = mean(r^2 s^2) - 2 b mean(r s^2) + b^2 mean(s^2)
-    second = (r * r) @ s2 / N - 2 * baselines[:, None] * (r @ s2 / N) + baselines[:, None] ** 2 * (np.ones(N) @ s2 / N)  # (B + 1, K)
+    second = P2 @ S2 / N - 2 * baselines[:, None] * (P1 @ S2 / N) + baselines[:, None] ** 2 * (n @ S2 / N)  # (B + 1, K)
     mean_se = np.sqrt(np.maximum(second - mean**2, 0.0) / N)
-    terms = np.stack([r * (r * s_sq - 2 * dot_rs), 2 * (dot_rs + r * dot_s - r * s_sq), s_sq - 2 * dot_s], axis=1)  # (N, 3): alpha, beta, gamma
-    terms_mean = np.ones(N) @ terms / N  # (3,)
-    centred = terms - terms_mean  # (N, 3)
-    terms_cov = centred.T @ centred / N  # (3, 3)
+    # alpha = s_sq r^2 - 2 dot_rs r,  beta = 2 dot_rs + 2 (dot_s - s_sq) r,  gamma = s_sq - 2 dot_s:
+    # coefficients C[term, power of r, arm].
+    zero = np.zeros(K)
+    C = np.array([[zero, -2 * dot_rs, s_sq], [2 * dot_rs, 2 * (dot_s - s_sq), zero], [s_sq - 2 * dot_s, zero, zero]])  # (3, 3, K)
+    terms_mean = np.einsum("tpk,pk->t", C, P[:3]) / N  # (3,)
+    products = np.einsum("upk,vqk,pqk->uv", C, C, P[np.add.outer(np.arange(3), np.arange(3))]) / N  # (3, 3) mean of term_u term_v
+    terms_cov = products - np.outer(terms_mean, terms_mean)  # (3, 3)
     powers = baselines[:, None] ** np.arange(3)  # (B + 1, 3): 1, b, b^2
     variance = powers @ terms_mean + (mean**2).sum(1)  # (B + 1,) mean of |g_i - m|^2
     variance_se = np.sqrt(np.maximum(np.einsum("bi,ij,bj->b", powers, terms_cov, powers), 0.0) / N)  # sd of |g_i - m|^2 over sqrt(N)

@@ -25,13 +25,15 @@ from app.results_cache import RESULTS
 from engines.bandit import (
     BASELINES,
     MEANS,
+    ArmSums,
     BanditTrainingSettings,
+    arm_sums,
     exact_gradient,
     exact_total_variance,
     expected_return,
     one_sample_draws,
     optimal_baseline,
-    summarise_draws,
+    summarise_sums,
     training_snapshots,
 )
 from engines.policy_gradient import softmax
@@ -412,13 +414,15 @@ class BanditPage(pn.viewable.Viewer):
         """The Monte Carlo run at b = 0 and the current b, and with `sweep` also at the seed's
         sweep of b (one run, the same samples), the exact variance curve and the draws."""
         mu, theta, sd = self.means, self.theta, self.sd
-        # The draws and the sweep depend on everything but b: computed once per process for these
-        # settings and seed (app.results_cache), so a move of b only summarises the same draws at b.
+        # The draws and their per-arm sums depend on everything but b: computed once per process for
+        # these settings and seed (app.results_cache); any baseline's summary is then O(K), no pass
+        # over the draws, so a move of b costs no Monte Carlo work at all.
         self.draws = RESULTS.get(one_sample_draws, mu, sd, theta, self.samples, self.seed)
-        mc = summarise_draws(*self.draws, (0.0, self.b))
+        sums = RESULTS.get(draw_sums, mu, sd, theta, self.samples, self.seed)
+        mc = summarise_sums(sums, (0.0, self.b))
         self.mc = mc
         if sweep:
-            swept = RESULTS.get(swept_draws, mu, sd, theta, self.samples, self.seed)
+            swept = summarise_sums(sums, SWEEP)
             variance, se = swept.total_variance, swept.total_variance_se
             self.points.data = {
                 "b": swept.b,
@@ -612,9 +616,9 @@ class BanditPage(pn.viewable.Viewer):
         )
 
 
-def swept_draws(means, sd: float, theta, samples: int, seed: int):
-    """The seed's sweep of constant baselines (SWEEP), summarised on the page's draws for these settings."""
-    return summarise_draws(*RESULTS.get(one_sample_draws, means, sd, theta, samples, seed), SWEEP)
+def draw_sums(means, sd: float, theta, samples: int, seed: int) -> ArmSums:
+    """The per-arm sums of the page's draws for these settings (the draws themselves from the results cache)."""
+    return arm_sums(*RESULTS.get(one_sample_draws, means, sd, theta, samples, seed))
 
 
 def summary_text(means, sd: float, theta, b: float, samples: int, seed: int, mc) -> str:
