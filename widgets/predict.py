@@ -8,9 +8,9 @@ Then the card marks the choice right or not and explains.
 
 What a learner has answered, and whether they want the prompts at all, belongs to their
 browser, not to the server: `Guide` holds it for one session and `BrowserStore`, a small
-JavaScript component in the page header, mirrors it into the browser's localStorage. A
-reload, another page or a new tab of the same browser starts where the learner left off;
-another browser, or a link sent to someone, starts afresh. Where localStorage refuses to
+JavaScript component in the page header (the "Guided prompts" switch), mirrors it into the
+browser's localStorage. A reload, another page or a new tab of the same browser starts where the
+learner left off; another browser, or a link sent to someone, starts afresh. Where localStorage refuses to
 work (some private windows), the defaults hold for the session: prompts on, nothing answered.
 """
 
@@ -76,20 +76,36 @@ class Guide(param.Parameterized):
 
 
 class BrowserStore(JSComponent):
-    """One localStorage entry mirrored in `value`: read once when the page renders, written on every change.
+    """The header's "Guided prompts" switch and the localStorage entry behind it, as one component.
 
+    The entry is mirrored in `value`: read once when the page renders, written on every change.
     The browser sends what it has stored (nothing if the entry is absent) and then sets `loaded`;
     a change of `value` on the server is written back. Reading or writing localStorage can
     throw (storage disabled, a private window, a full quota): then nothing is stored and the
-    session keeps the server's defaults.
+    session keeps the server's defaults. The switch shows `prompts` and sets it when clicked; it
+    stays disabled until `enabled` (the server has the browser's stored state), so a click cannot
+    be overwritten by a state arriving a moment later. One component: a switch, its label and the
+    store drawn by Panel and Bokeh would be four.
     """
 
     key = param.String(default=STORAGE_KEY, constant=True, doc="The localStorage entry.")
     value = param.String(default="", doc="The entry's text; empty until the browser has sent one.")
     loaded = param.Boolean(default=False, doc="The browser has read its storage.")
+    prompts = param.Boolean(default=True, doc="The switch: guided prompts on.")
+    enabled = param.Boolean(default=False, doc="The switch can be clicked (the server has the stored state).")
 
     _esm = """
-    export function render({ model }) {
+    const CSS = `
+      .fl-guide { display: inline-flex; align-items: center; gap: 0.5em; color: #ffffff; cursor: pointer; margin: 6px 10px 0 10px; }
+      input[role=switch] { appearance: none; width: 34px; height: 18px; border-radius: 9px; margin: 0; position: relative;
+        background: rgba(255, 255, 255, 0.35); border: 1px solid rgba(255, 255, 255, 0.7); cursor: pointer; }
+      input[role=switch]::before { content: ''; position: absolute; top: 2px; left: 2px; width: 12px; height: 12px;
+        border-radius: 50%; background: #ffffff; transition: left 0.15s; }
+      input[role=switch]:checked { background: #E69F00; }
+      input[role=switch]:checked::before { left: 18px; }
+      input[role=switch]:disabled { opacity: 0.5; cursor: default; }
+    `
+    export function render({ model, el }) {
       const save = () => {
         try { window.localStorage.setItem(model.key, model.value) } catch (error) { /* storage unavailable */ }
       }
@@ -99,27 +115,42 @@ class BrowserStore(JSComponent):
         model.value = stored
       }
       model.on('value', save)
+      const style = document.createElement('style')
+      style.textContent = CSS
+      const label = document.createElement('label')
+      label.className = 'fl-guide'
+      const box = document.createElement('input')
+      box.type = 'checkbox'
+      box.setAttribute('role', 'switch')
+      box.checked = model.prompts
+      box.disabled = !model.enabled
+      box.addEventListener('change', () => { model.prompts = box.checked })
+      model.on('prompts', () => { box.checked = model.prompts })
+      model.on('enabled', () => { box.disabled = !model.enabled })
+      label.append(box, 'Guided prompts')
+      el.append(style, label)
       model.loaded = true
-      const el = document.createElement('span')
-      el.className = 'fl-store'
-      return el
     }
     """
 
 
 def bind_store(guide: Guide, store: BrowserStore) -> None:
-    """Keep `guide` and `store` in step: the browser's stored text into the guide, the guide's changes out."""
+    """Keep `guide` and `store` in step: the browser's stored text into the guide, the guide's changes out,
+    the switch both ways, and the switch enabled once the browser's state has arrived."""
 
     def from_browser(event):
         if event.new and event.new != guide.to_json():
             guide.load(event.new)
 
     def to_browser(*_events):
+        store.prompts = guide.prompts
         if guide.synced:  # before the browser has answered, it must not be overwritten with defaults
             store.value = guide.to_json()
 
     store.param.watch(from_browser, "value")
     store.param.watch(lambda event: setattr(guide, "synced", bool(event.new)), "loaded")
+    store.param.watch(lambda event: setattr(guide, "prompts", event.new), "prompts")
+    guide.param.watch(lambda event: setattr(store, "enabled", event.new), "synced")
     guide.param.watch(to_browser, ["prompts", "answers"])
 
 
@@ -141,18 +172,11 @@ def session_guide() -> Guide:
     return guide
 
 
-def guide_switch(guide: Guide) -> pn.Row:
-    """The header's "Guided prompts" switch and the browser store behind it.
-
-    The switch waits, disabled, until the browser has sent its stored state, so a click
-    cannot be overwritten by a state arriving a moment later.
-    """
-    store = BrowserStore(width=0, height=0, margin=0)
+def guide_switch(guide: Guide) -> BrowserStore:
+    """The header's "Guided prompts" switch, bound to this session's guide."""
+    store = BrowserStore(prompts=guide.prompts, enabled=guide.synced, align="center")
     bind_store(guide, store)
-    switch = pn.widgets.Switch.from_param(guide.param.prompts, name="", width=40, margin=(8, 4, 0, 10), disabled=True)
-    guide.param.watch(lambda event: setattr(switch, "disabled", not event.new), "synced")
-    label = pn.pane.HTML('<span class="fl-guide-label">Guided prompts</span>', margin=(6, 6, 0, 0), styles={"color": "#ffffff"})
-    return pn.Row(switch, label, store, align="center", css_classes=["fl-guide"])
+    return store
 
 
 def card_class(key: str) -> str:

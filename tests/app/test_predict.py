@@ -115,12 +115,15 @@ def test_the_store_bridge_reads_the_browser_first_and_then_writes_changes():
     guide, store = Guide(), BrowserStore()
     bind_store(guide, store)
     guide.prompts = False  # before the browser has answered: nothing is written over its state
-    assert store.value == ""
+    assert store.value == "" and not store.enabled
     store.value = json.dumps({"prompts": True, "answers": {"a/b": "sd"}})  # what the browser had stored
     store.loaded = True
     assert guide.synced and guide.prompts and guide.answers == {"a/b": "sd"}
+    assert store.enabled and store.prompts  # the switch can be clicked now, and shows the stored state
     guide.prompts = False
-    assert json.loads(store.value) == {"prompts": False, "answers": {"a/b": "sd"}}
+    assert json.loads(store.value) == {"prompts": False, "answers": {"a/b": "sd"}} and not store.prompts
+    store.prompts = True  # a click on the switch
+    assert guide.prompts and json.loads(store.value)["prompts"] is True
 
 
 def test_a_browser_without_storage_keeps_the_defaults():

@@ -83,7 +83,7 @@ try {
 
 def _wait_for_guide(page) -> None:
     """Wait until the header's switch is enabled: the server has the browser's stored guide state."""
-    page.locator("[role=switch]:not(.bk-disabled)").first.wait_for(state="attached", timeout=20_000)
+    page.locator("[role=switch]:not([disabled])").first.wait_for(state="attached", timeout=20_000)
 
 
 @pytest.fixture(scope="session")
