@@ -86,6 +86,14 @@ def advance(state: LiveState, result: StepResult | EvalResult) -> LiveState:
     return replace(state, phase="running", evals=state.evals + (eval_record(result),), eval_results=state.eval_results + (result,))
 
 
+def model_folders(runs_dir: Path) -> tuple[Path, ...]:
+    """Where a run's model folder may lie: the bundled models and the runs folder (nothing else on the server is read)."""
+    # engines.lm.models loads torch: imported here, so that a page importing this module loads without it (workers train).
+    from engines.lm.models import EMBEDDED_DIR
+
+    return (EMBEDDED_DIR.parent, Path(runs_dir))
+
+
 def run_label(settings: LMSettings) -> str:
     """A run as the device queue shows it."""
     return f"{settings.model} · {settings.reward} · β {settings.beta:g} · {settings.steps} steps"
