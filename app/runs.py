@@ -42,6 +42,8 @@ EVAL_SAMPLES = 8
 """Held-out replies written to each eval.jsonl line."""
 REWARD_MODELS = "reward-models"
 """Subfolder of the runs folder where the reward-models page saves reward models (`reward-model:PATH` rewards)."""
+PAIRS_FOLDER = "pairs"
+"""Subfolder of the runs folder where the reward-models page saves and finds pairs files."""
 
 
 def new_run_id(settings: LMSettings) -> str:
@@ -273,3 +275,24 @@ def run_config(settings: LMSettings, lm) -> dict:
         "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
     }
 
+
+def safe_name(text: str) -> str:
+    """Letters, digits, '.', '-' and '_' only: a file name that cannot leave its folder."""
+    return "".join(c if c.isalnum() or c in ".-_" else "-" for c in text)
+
+
+def pairs_files(root: Path) -> dict[str, str]:
+    """File name -> path of every pairs file saved under ROOT/pairs (ROOT: the runs folder), by name."""
+    folder = Path(root) / PAIRS_FOLDER
+    return {f.name: str(f) for f in sorted(folder.glob("*.npz"))} if folder.is_dir() else {}
+
+
+def pairs_path(root: Path, pairs) -> Path:
+    """Where a set of preference pairs is saved under ROOT/pairs: named by its size, tau_label and label seed."""
+    return Path(root) / PAIRS_FOLDER / safe_name(f"pairs-{len(pairs)}-tau{pairs.tau_label:g}-seed{pairs.seed}.npz")
+
+
+def reward_model_path(root: Path, pairs, seed: int) -> Path:
+    """Where a reward model trained on `pairs` with training seed `seed` is saved under ROOT/reward-models, stamped now."""
+    name = f"rm-{time.strftime('%Y%m%d-%H%M%S')}-{len(pairs)}pairs-tau{pairs.tau_label:g}-seed{seed}.pt"
+    return Path(root) / REWARD_MODELS / safe_name(name)
