@@ -2,8 +2,9 @@
 
 Each figure reads four ColumnDataSources the page fills: the run's training steps and held-out
 evaluations (one row each), and the overlaid runs' steps and evaluations (one list per run, with
-its colour). The reward figure also carries the gold score g, dashed, which is drawn only where
-the reward is a learned reward model (elsewhere its column is NaN, drawn as nothing).
+its colour). The gold score g of a learned reward model is drawn dashed beside the reward; on the
+reward figure its lines are added (`add_gold`) once a run has one, as a page without it would
+draw nothing there (the column is NaN).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import html
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 
+from widgets.glyphs import lean_figure
 from widgets.style import OKABE_ITO, plot
 
 LIVE = OKABE_ITO["blue"]
@@ -37,17 +39,23 @@ def step_figure(column: str, label: str, eval_column: str, y_range, steps: Colum
     line = fig.line("step", column, source=steps, color=LIVE, line_width=2.5)
     fig.scatter("step", eval_column, source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
     fig.add_tools(HoverTool(renderers=[line], tooltips=[("step", "@step"), (label, f"@{column}{{0.000}}")]))
-    return fig
+    return lean_figure(fig)
 
 
 def reward_figure(steps: ColumnDataSource, evals: ColumnDataSource, overlay_steps: ColumnDataSource):
-    """The reward over the steps, with the gold score g beside it, dashed, in each run's colour."""
-    fig = step_figure("reward", REWARD_LABEL, "reward", None, steps, evals, overlay_steps)
+    """The reward over the steps (the gold score comes with `add_gold`)."""
+    return step_figure("reward", REWARD_LABEL, "reward", None, steps, evals, overlay_steps)
+
+
+def add_gold(fig, steps: ColumnDataSource, evals: ColumnDataSource, overlay_steps: ColumnDataSource) -> None:
+    """The gold score g beside the reward of `fig` (a reward_figure), dashed, in each run's colour; once only."""
+    if fig.select_one({"name": "gold"}) is not None:
+        return
     fig.multi_line("xs", "gold", source=overlay_steps, line_color="colour", line_width=1.6, line_dash="dashed")
     gold = fig.line("step", "gold", source=steps, color=LIVE, line_width=2.5, line_dash="dashed", name="gold")
     fig.scatter("step", "gold", source=evals, marker="square", size=9, color=LIVE, line_color="white")
     fig.add_tools(HoverTool(renderers=[gold], tooltips=[("step", "@step"), ("gold score g", "@gold{0.000}")]))
-    return fig
+    lean_figure(fig)
 
 
 def curve_figures(steps: ColumnDataSource, evals: ColumnDataSource, overlay_steps: ColumnDataSource,
@@ -69,7 +77,7 @@ def curve_figures(steps: ColumnDataSource, evals: ColumnDataSource, overlay_step
     distinct.scatter("step", "distinct_1", source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
     distinct.scatter("step", "distinct_2", source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
     distinct.legend.location = "top_right"
-    figures.append(distinct)
+    figures.append(lean_figure(distinct))
     # Over the KL (Gao et al. 2023): each training batch a dot, the held-out evaluations (exact KL) joined by lines.
     over_kl = plot("KL to the reference (nats/reply)", REWARD_LABEL, height=260)
     over_kl.multi_line("kl_xs", "reward", source=overlay_evals, line_color="colour", line_width=1.6)
@@ -80,7 +88,7 @@ def curve_figures(steps: ColumnDataSource, evals: ColumnDataSource, overlay_step
     over_kl.line("kl_exact", "gold", source=evals, color=LIVE, line_width=2.5, line_dash="dashed", name="gold_over_kl")
     over_kl.scatter("kl_exact", "reward", source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
     over_kl.scatter("kl_exact", "gold", source=evals, marker="square", size=9, color=LIVE, line_color="white")
-    figures.append(over_kl)
+    figures.append(lean_figure(over_kl))
     return figures
 
 

@@ -53,8 +53,8 @@ from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
-from widgets.run_curves import (CSS as CURVES_CSS, LEARNED_LABEL, OVERLAY_COLOURS, REWARD_LABEL, curve_figures, curve_grid,
-                                legend_html, reward_figure)
+from widgets.run_curves import (CSS as CURVES_CSS, LEARNED_LABEL, OVERLAY_COLOURS, REWARD_LABEL, add_gold, curve_figures,
+                                curve_grid, legend_html, reward_figure)
 from widgets.run_html import CSS as RUN_CSS, eval_table_html, ratio_scale_html, samples_html, worked_example_html
 from widgets.run_status import CSS as STATUS_CSS, idle_html, queue_html, status_html
 from widgets.sections import LazySections
@@ -473,6 +473,8 @@ class LiveRunPage(pn.viewable.Viewer):
         evals |= {k: [columns_of(r.evals, (k,))[k] for r in runs] for k in ("distinct_1", "distinct_2", "reward", "gold")}
         self.overlay_evals.data = evals
         gold = is_learned(self.reward) or any(m.get("gold") is not None for r in runs for m in r.metrics[:1])
+        if gold:
+            add_gold(self.reward_figure, self.steps_source, self.evals_source, self.overlay_steps)
         self.legend.object = legend_html(labels, colours, gold)
 
     def _download(self):
