@@ -175,10 +175,16 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$
 """The form of a hub id: a name, or owner/name."""
 
 
-def limit_bounds(limits: ServerLimits, page: param.Parameterized) -> dict[str, int]:
-    """The highest value of each limited control of `page`: the server's limit (within what the engine takes)."""
+def bound_controls(page: param.Parameterized, limits: ServerLimits) -> dict[str, int]:
+    """Bound each limited control of `page` by the server's limit (within what the engine takes), a value above it
+    set to it; returns the highest value of each."""
     highest = {name: getattr(limits, field) for name, (field, _) in LIMITED.items()}
     highest["eval_prompts"] = min(highest["eval_prompts"], page.param.eval_prompts.bounds[1])
+    for name, n in highest.items():
+        low = page.param[name].bounds[0]
+        page.param[name].bounds = (low, max(low, n))  # replies >= 2 even where the limit is 1: a run is refused then
+        if getattr(page, name) > n:
+            setattr(page, name, max(low, n))
     return highest
 
 

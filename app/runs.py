@@ -231,6 +231,16 @@ def columns_of(records: list[dict], keys: tuple[str, ...]) -> dict[str, list]:
     return {k: [r.get(k, math.nan) for r in records] for k in keys}
 
 
+def overlay_columns(runs: list[Run]) -> tuple[dict, dict]:
+    """Runs drawn over the curves, one list per run: their training steps' columns, and their held-out evaluations'
+    (with the exact KL as `kl_xs`, for the reward over the KL)."""
+    steps = {"xs": [[m["step"] for m in r.metrics] for r in runs]}
+    steps |= {k: [columns_of(r.metrics, (k,))[k] for r in runs] for k in ("reward", "p_positive", "kl", "entropy", "gold")}
+    evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "kl_xs": [[e["kl_exact"] for e in r.evals] for r in runs]}
+    evals |= {k: [columns_of(r.evals, (k,))[k] for r in runs] for k in ("distinct_1", "distinct_2", "reward", "gold")}
+    return steps, evals
+
+
 def zip_runs(folders: list[Path]) -> io.BytesIO:
     """The run folders' files in one zip, a folder per run."""
     buffer = io.BytesIO()

@@ -42,10 +42,10 @@ import param
 from bokeh.models import ColumnDataSource
 
 from app.cluster import Cluster, current as current_cluster
-from app.limits import (MODEL_CHARS, MODEL_PATTERN, clamp_query, current as current_limits, limit_bounds,
-                        limit_problem, limit_sentence, model_problem)
+from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query, current as current_limits, limit_problem,
+                        limit_sentence, model_problem)
 from app.model_jobs import LiveRun, LiveState, model_folders, run_label
-from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, reward_options, runs_frame, zip_runs
+from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
 from engines.lm.results import EvalResult, worked_example
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
@@ -170,12 +170,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
         self.cluster = cluster or current_cluster()
         self.limits = current_limits()
-        self.highest = limit_bounds(self.limits, self)
-        for name, n in self.highest.items():
-            low = self.param[name].bounds[0]
-            self.param[name].bounds = (low, max(low, n))  # replies >= 2 even where the limit is 1: start() refuses then
-            if getattr(self, name) > n:
-                setattr(self, name, max(low, n))
+        self.highest = bound_controls(self, self.limits)
         self.model_chars = min(MODEL_CHARS, self.limits.max_prompt_chars)
         self.model_folders = model_folders(self.runs_dir)
         self._doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
@@ -465,13 +460,9 @@ class LiveRunPage(pn.viewable.Viewer):
         runs = [found[i] for i in self._overlaid if i in found]
         colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(runs))]
         labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
-        steps = {"xs": [[m["step"] for m in r.metrics] for r in runs], "colour": colours, "label": labels}
-        steps |= {k: [columns_of(r.metrics, (k,))[k] for r in runs] for k in ("reward", "p_positive", "kl", "entropy", "gold")}
-        self.overlay_steps.data = steps
-        evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "kl_xs": [[e["kl_exact"] for e in r.evals] for r in runs],
-                 "colour": colours, "label": labels}
-        evals |= {k: [columns_of(r.evals, (k,))[k] for r in runs] for k in ("distinct_1", "distinct_2", "reward", "gold")}
-        self.overlay_evals.data = evals
+        steps, evals = overlay_columns(runs)
+        self.overlay_steps.data = steps | {"colour": colours, "label": labels}
+        self.overlay_evals.data = evals | {"colour": colours, "label": labels}
         gold = is_learned(self.reward) or any(m.get("gold") is not None for r in runs for m in r.metrics[:1])
         if gold:
             add_gold(self.reward_figure, self.steps_source, self.evals_source, self.overlay_steps)
