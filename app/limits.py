@@ -8,17 +8,28 @@ FEEDBACK_LAB_RUNS_PER_DEVICE (app/cluster.py), so that both read the same settin
 
 `serve()` installs the limits in force (`install`); pages read them with `current()`.
 They are set once, at start-up, and only read afterwards.
+
+A language-model run's controls are bounded by them (`LIMITED`): a link asking for more is set
+to the limit (`clamp_query`), a run asking for more is refused (`limit_problem`), and a model
+name is checked before any worker is asked to load it (`model_problem`), each with one sentence.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
+import re
 import threading
+import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
+
+import param
 
 from app.cluster import SLOTS_VARIABLE
+from engines.lm.settings import EMBEDDED
 from engines.settings import field_docs, require
 
 ENV_PREFIX = "FEEDBACK_LAB_"
@@ -142,3 +153,99 @@ class SessionCount:
 
 SESSIONS = SessionCount()
 """The process's open sessions: with the run queue and the model cache, the only state sessions share."""
+
+
+# ----------------------------------------------------------------------------- a language-model run's controls
+
+LIMITED = {
+    "steps": ("max_steps", "steps per run"),
+    "eval_every": ("max_steps", "steps between evaluations"),
+    "prompts": ("max_prompts", "prompts per step"),
+    "eval_prompts": ("max_prompts", "held-out prompts"),
+    "replies": ("max_replies", "replies per prompt"),
+    "eval_replies": ("max_replies", "replies per held-out prompt"),
+    "T": ("max_reply_tokens", "tokens per reply"),
+}
+"""The controls the server's limits bound: control -> (ServerLimits field, what it counts)."""
+MODEL_CHARS = 200
+"""Longest model name, hub id or folder a run takes (less where the server's max_prompt_chars is less)."""
+MODEL_PATTERN = rf"^[^\x00-\x1f]{{0,{MODEL_CHARS}}}$"
+"""A model name from a link: printable, at most MODEL_CHARS characters (the text box says more, see model_problem)."""
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+"""The form of a hub id: a name, or owner/name."""
+
+
+def bound_controls(page: param.Parameterized, limits: ServerLimits) -> dict[str, int]:
+    """Bound each limited control of `page` by the server's limit (within what the engine takes), a value above it
+    set to it; returns the highest value of each."""
+    highest = {name: getattr(limits, field) for name, (field, _) in LIMITED.items()}
+    highest["eval_prompts"] = min(highest["eval_prompts"], page.param.eval_prompts.bounds[1])
+    for name, n in highest.items():
+        low = page.param[name].bounds[0]
+        page.param[name].bounds = (low, max(low, n))  # replies >= 2 even where the limit is 1: a run is refused then
+        if getattr(page, name) > n:
+            setattr(page, name, max(low, n))
+    return highest
+
+
+def clamp_query(query: dict[str, str], highest: dict[str, int]) -> tuple[dict[str, str], list[str]]:
+    """A link's values with every number above the server's limit set to the limit, and one sentence for each."""
+    query, notices = dict(query), []
+    for name, n in highest.items():
+        try:
+            value = float(query[name])
+        except (KeyError, ValueError):
+            continue  # absent, or not a number: sync_url says so
+        if math.isfinite(value) and value > n:
+            query[name] = str(n)
+            notices.append(limit_sentence(name, n))
+    return query, notices
+
+
+def limit_sentence(name: str, n: int) -> str:
+    """What a link or a box asking for more than the limit `n` of control `name` is told."""
+    return f"This server allows at most {n} {LIMITED[name][1]}; the run was set to {n}."
+
+
+def limit_problem(settings, highest: dict[str, int]) -> str:
+    """One sentence if `settings` (an LMSettings) ask for more than the server allows ('' otherwise)."""
+    for name, n in highest.items():
+        value = getattr(settings, name)
+        if value > n:
+            return f"This server allows at most {n} {LIMITED[name][1]}; this run asks for {value}, so it was not started."
+    return ""
+
+
+def shown_path(path: Path) -> str:
+    """A folder as a sentence names it: relative to the working folder when inside it."""
+    path = path.resolve()
+    return f"{path.relative_to(Path.cwd())}/" if path.is_relative_to(Path.cwd()) else f"{path}/"
+
+
+def model_problem(name: str, folders: tuple[Path, ...], max_chars: int) -> str:
+    """Why the model box's text cannot be a model, in one sentence ('' when it may be one).
+
+    A folder must lie inside `folders` (what this server lets a learner load); a hub id
+    must have a hub id's form. Whether the hub has it is learned when the run starts.
+    """
+    where = " or ".join(shown_path(f) for f in folders)
+    if not name.strip():
+        return f"Give a model: 'embedded', a hub id such as gpt2, or a folder in {where}."
+    if len(name) > max_chars:
+        return f"A model name has at most {max_chars} characters; this one has {len(name):,}."
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        return "The model name holds a control character (a line break, a tab or an invisible code); type it on one line."
+    name = name.strip()
+    if name == EMBEDDED:
+        return ""
+    path = Path(name).expanduser()
+    if name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1 or path.is_dir():
+        folder = path.resolve()
+        if not any(folder.is_relative_to(f.resolve()) for f in folders):
+            return f"The folder {name} is outside the folders this server loads models from ({where})."
+        if not (folder / "config.json").is_file():
+            return f"There is no model in the folder {name} (it has no config.json)."
+        return ""
+    if HUB_ID.match(name) is None or "--" in name or ".." in name:
+        return f"'{name}' is not a model name: give 'embedded', a hub id such as gpt2 or distilbert/distilgpt2, or a folder in {where}."
+    return ""

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from app.cluster import POLL_SECONDS, Cluster, Job, Paused, Queued, Started, WorkerDied, current
 from app.model_cache import MODELS, ModelCache
 from app.runs import RunWriter, eval_record, new_run_id, read_jsonl, run_config, step_record
@@ -84,6 +86,14 @@ def advance(state: LiveState, result: StepResult | EvalResult) -> LiveState:
     if isinstance(result, StepResult):
         return replace(state, phase="running", metrics=state.metrics + (step_record(result),), step=result.step, samples=result.samples)
     return replace(state, phase="running", evals=state.evals + (eval_record(result),), eval_results=state.eval_results + (result,))
+
+
+def model_folders(runs_dir: Path) -> tuple[Path, ...]:
+    """Where a run's model folder may lie: the bundled models and the runs folder (nothing else on the server is read)."""
+    # engines.lm.models loads torch: imported here, so that a page importing this module loads without it (workers train).
+    from engines.lm.models import EMBEDDED_DIR
+
+    return (EMBEDDED_DIR.parent, Path(runs_dir))
 
 
 def run_label(settings: LMSettings) -> str:
@@ -272,6 +282,17 @@ class SweepView:
     rows: tuple
     """TauSweepRow per finished tau_label."""
     progress: float
+
+    def columns(self) -> dict:
+        """Per finished tau_label: the held-out accuracy with its ± 1 SE band, Acc*, and the readings against g."""
+        e = [r.evaluation for r in self.rows]
+        acc = np.array([x.heldout_accuracy for x in e])
+        se = np.array([x.heldout_se for x in e])
+        return {
+            "tau_label": [r.tau_label for r in self.rows], "accuracy": acc, "low": acc - se, "high": acc + se,
+            "acc_star": [x.acc_star for x in e], "gold_order_accuracy": [x.gold_order_accuracy for x in e],
+            "spearman": [x.spearman for x in e],
+        }
 
 
 def pairs_key(settings) -> tuple:

@@ -13,16 +13,24 @@ the step in flight; readers skip a last line cut short by such a stop.
 
 Run folders go under runs/ (relative to the working folder), or under the folder named by the
 environment variable FEEDBACK_LAB_RUNS (tests point it at a temporary folder).
+
+`RunsFolder` keeps a runs folder read (re-reading only the runs whose files changed), `runs_frame`
+is its table, `zip_runs` its download.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import math
 import os
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from engines.lm.results import EvalResult, StepResult, worked_example
 from engines.lm.settings import REWARD_PREFIX, LMSettings
@@ -34,6 +42,8 @@ EVAL_SAMPLES = 8
 """Held-out replies written to each eval.jsonl line."""
 REWARD_MODELS = "reward-models"
 """Subfolder of the runs folder where the reward-models page saves reward models (`reward-model:PATH` rewards)."""
+PAIRS_FOLDER = "pairs"
+"""Subfolder of the runs folder where the reward-models page saves and finds pairs files."""
 
 
 def new_run_id(settings: LMSettings) -> str:
@@ -176,9 +186,123 @@ def learned_rewards(root: Path | str | None = None) -> list[str]:
     return [f"{REWARD_PREFIX}{path}" for path in sorted(folder.glob("*.pt"))] if folder.is_dir() else []
 
 
+def is_learned(reward: str) -> bool:
+    """True for a saved reward model ('reward-model:PATH'), the reward that has a gold score beside it."""
+    return reward.startswith(REWARD_PREFIX)
+
+
+def reward_options(root: Path) -> dict[str, str]:
+    """A run's choice of reward, label -> reward: the registered rewards, then each reward model saved under `root` by file name."""
+    # engines.lm.rewards loads torch: imported here, so that a page listing runs loads without it.
+    from engines.lm.rewards import REWARDS
+
+    return {name: name for name in REWARDS} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
+
+
+def run_status(run: Run, running: set[str]) -> str:
+    """finished (every step written), running (training now in this server), or interrupted."""
+    if run.id in running:
+        return "running"
+    return "finished" if run.finished else "interrupted"
+
+
+def runs_frame(runs: list[Run], running: set[str]) -> pd.DataFrame:
+    """The table of run folders (their names give time, model, reward and beta): how far each got, its last held-out evaluation."""
+    rows = []
+    for run in runs:
+        s, last = run.config.get("settings", {}), (run.evals[-1] if run.evals else {})
+        rows.append({
+            "run": run.id,
+            "status": run_status(run, running),
+            "β": s.get("beta", math.nan),
+            "steps": f"{run.metrics[-1]['step'] if run.metrics else 0} / {s.get('steps', '?')}",
+            "reward": round(last.get("reward", math.nan), 2),
+            "P(positive)": round(last.get("p_positive", math.nan), 3),
+            "KL": round(last.get("kl_exact", math.nan), 2),
+            "distinct-1": round(last.get("distinct_1", math.nan), 3),
+            "gold": round(last.get("gold", math.nan), 2),
+        })
+    columns = ["run", "status", "β", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def columns_of(records: list[dict], keys: tuple[str, ...]) -> dict[str, list]:
+    """Records as plot columns; a key a record lacks (gold, without a learned reward) is NaN there."""
+    return {k: [r.get(k, math.nan) for r in records] for k in keys}
+
+
+def overlay_columns(runs: list[Run]) -> tuple[dict, dict]:
+    """Runs drawn over the curves, one list per run: their training steps' columns, and their held-out evaluations'
+    (with the exact KL as `kl_xs`, for the reward over the KL)."""
+    steps = {"xs": [[m["step"] for m in r.metrics] for r in runs]}
+    steps |= {k: [columns_of(r.metrics, (k,))[k] for r in runs] for k in ("reward", "p_positive", "kl", "entropy", "gold")}
+    evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "kl_xs": [[e["kl_exact"] for e in r.evals] for r in runs]}
+    evals |= {k: [columns_of(r.evals, (k,))[k] for r in runs] for k in ("distinct_1", "distinct_2", "reward", "gold")}
+    return steps, evals
+
+
+def zip_runs(folders: list[Path]) -> io.BytesIO:
+    """The run folders' files in one zip, a folder per run."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for folder in folders:
+            for name in ("config.json", *FILES):
+                if (folder / name).is_file():
+                    archive.write(folder / name, f"{folder.name}/{name}")
+    buffer.seek(0)
+    return buffer
+
+
+class RunsFolder:
+    """The runs of one runs folder, read again on `refresh` only where a file changed (size or time)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._read: dict[str, tuple[tuple, Run]] = {}
+
+    def refresh(self) -> None:
+        """Read the folder again: new runs, and the runs whose files changed since the last read."""
+        found = {}
+        if self.root.is_dir():
+            for folder in sorted(self.root.iterdir()):
+                if not (folder / "config.json").is_file():
+                    continue
+                stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
+                              for p in (folder / n for n in ("config.json", *FILES)))
+                cached = self._read.get(folder.name)
+                found[folder.name] = cached if cached is not None and cached[0] == stamp else (stamp, read_run(folder))
+        self._read = found
+
+    def runs(self) -> dict[str, Run]:
+        """Run id -> the run as last read, oldest first."""
+        return {run_id: run for run_id, (_, run) in self._read.items()}
+
+
 def run_config(settings: LMSettings, lm) -> dict:
     """config.json of a run (`lm` an engines.lm.reinforce.LMRun): its settings and what it ran on."""
     return {
         "settings": dataclasses.asdict(settings), "learning_rate": settings.learning_rate,
         "device": str(lm.device), "parameters": lm.parameters, "vocabulary": len(lm.tokenizer),
     }
+
+
+def safe_name(text: str) -> str:
+    """Letters, digits, '.', '-' and '_' only: a file name that cannot leave its folder."""
+    return "".join(c if c.isalnum() or c in ".-_" else "-" for c in text)
+
+
+def pairs_files(root: Path) -> dict[str, str]:
+    """File name -> path of every pairs file saved under ROOT/pairs (ROOT: the runs folder), by name."""
+    folder = Path(root) / PAIRS_FOLDER
+    return {f.name: str(f) for f in sorted(folder.glob("*.npz"))} if folder.is_dir() else {}
+
+
+def pairs_path(root: Path, pairs) -> Path:
+    """Where a set of preference pairs is saved under ROOT/pairs: named by its size, tau_label and label seed."""
+    return Path(root) / PAIRS_FOLDER / safe_name(f"pairs-{len(pairs)}-tau{pairs.tau_label:g}-seed{pairs.seed}.npz")
+
+
+def reward_model_path(root: Path, pairs, seed: int) -> Path:
+    """Where a reward model trained on `pairs` with training seed `seed` is saved under ROOT/reward-models, stamped now."""
+    name = f"rm-{time.strftime('%Y%m%d-%H%M%S')}-{len(pairs)}pairs-tau{pairs.tau_label:g}-seed{seed}.pt"
+    return Path(root) / REWARD_MODELS / safe_name(name)

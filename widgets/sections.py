@@ -3,9 +3,11 @@
 A page visit costs the server about 1 to 3 ms of CPU per Bokeh model it builds, and one figure
 with its tools and one renderer is about 40 models. A part the learner has not opened yet (a
 training run below the fold, a second experiment) need not cost anything: `LazySections` shows
-the first section and builds another only when its tab is first clicked. Panel's dynamic tabs
-send a hidden tab as a placeholder; the builder functions go further and defer the Python
-objects too (figures, widgets), so an unopened section costs neither the build nor the document.
+the first section and builds another only when its tab is first clicked: until then its tab
+holds an empty column, so an unopened section costs neither its Python objects (figures,
+widgets) nor its Bokeh models. Once built, a section stays in the document while another tab is
+shown: Panel's dynamic tabs would detach it, and a pane that a run updates while detached makes
+Panel reset the document's shared stylesheet to its CDN address, which an offline room cannot reach.
 
 The open section is a `param.Selector` of the page, so it is in the URL like every other control
 and a shared link opens the same section. A section, once built, stays built: switching back and
@@ -38,7 +40,7 @@ class LazySections(pn.viewable.Viewer):
         self._holders = {key: pn.Column(sizing_mode="stretch_width") for key in builders}
         self.tabs = pn.Tabs(
             *((title, self._holders[key]) for key, (title, _) in builders.items()),
-            dynamic=True, active=self._index(), sizing_mode="stretch_width",
+            active=self._index(), sizing_mode="stretch_width",
         )
         self.tabs.param.watch(self._tab_clicked, "active")
         self._owner.param.watch(self._section_changed, self._name)

@@ -23,43 +23,42 @@ of the same replies, drawn dashed beside the learned reward over steps and over 
 the reference (the over-optimisation curve of Gao et al. 2023). A hub model or classifier
 not yet on this machine is sized first and downloaded with a progress bar; offline, one
 sentence says it cannot be fetched. The server's limits (app/limits.py) bound every control.
+
+Below the reward curve, the other curves, the newest replies, the held-out evaluation and the
+list of earlier runs are tabs, each built the first time it is opened (widgets/sections.py):
+the open one is the `section` control, in the link like every other.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import math
-import re
-import unicodedata
-import zipfile
 from functools import partial
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import panel as pn
+import panel.models.tabulator  # noqa: F401  (see below)
 import param
-from bokeh.layouts import gridplot
-from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
+from bokeh.models import ColumnDataSource
 
 from app.cluster import Cluster, current as current_cluster
-from app.limits import ServerLimits, current as current_limits
-from app.model_jobs import LiveRun, LiveState, run_label
-from app.runs import FILES, RUNS_DIR, Run, learned_rewards, read_run
-from app.train_lm import format_eval, format_worked_example
-from engines.lm.models import EMBEDDED, EMBEDDED_DIR
+from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query, current as current_limits, limit_problem,
+                        limit_sentence, model_problem)
+from app.model_jobs import LiveRun, LiveState, model_folders, run_label
+from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
 from engines.lm.results import EvalResult, worked_example
-from engines.lm.rewards import REWARDS
-from engines.lm.settings import DEVICES, REWARD_PREFIX, LMSettings, default_lr
+from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
+from widgets.run_curves import (CSS as CURVES_CSS, LEARNED_LABEL, OVERLAY_COLOURS, REWARD_LABEL, add_gold, curve_figures,
+                                curve_grid, legend_html, reward_figure)
 from widgets.run_html import CSS as RUN_CSS, eval_table_html, ratio_scale_html, samples_html, worked_example_html
+from widgets.run_status import CSS as STATUS_CSS, idle_html, queue_html, status_html
+from widgets.sections import LazySections
 from widgets.streaming import StreamingRun, in_document
-from widgets.style import OKABE_ITO, plot
 from widgets.url_state import sync_url
 
 TITLE = "Live run: REINFORCE on a language model"
@@ -72,25 +71,6 @@ KEEP_SAMPLES = DEFAULTS.keep_samples
 STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time", "gold")
 EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2", "gold")
 """The curves' columns; "gold" is NaN (drawn as nothing) unless the reward is a learned reward model."""
-LIVE = OKABE_ITO["blue"]
-OVERLAY_COLOURS = tuple(OKABE_ITO[k] for k in ("orange", "green", "vermillion", "purple", "sky", "yellow", "grey"))
-"""Colours of earlier runs drawn over the curves, in the order they are ticked."""
-MODEL_CHARS = 200
-"""Longest model name, hub id or folder the page takes (less where the server's max_prompt_chars is less)."""
-MODEL_PATTERN = rf"^[^\x00-\x1f]{{0,{MODEL_CHARS}}}$"
-"""A model name from a link: printable, at most MODEL_CHARS characters (the text box says more, see model_problem)."""
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-"""The form of a hub id: a name, or owner/name."""
-LIMITED = {
-    "steps": ("max_steps", "steps per run"),
-    "eval_every": ("max_steps", "steps between evaluations"),
-    "prompts": ("max_prompts", "prompts per step"),
-    "eval_prompts": ("max_prompts", "held-out prompts"),
-    "replies": ("max_replies", "replies per prompt"),
-    "eval_replies": ("max_replies", "replies per held-out prompt"),
-    "T": ("max_reply_tokens", "tokens per reply"),
-}
-"""The controls the server's limits bound: control -> (ServerLimits field, what it counts)."""
 
 INTRO = (
     "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
@@ -131,20 +111,17 @@ COMPARE = (
     "three tabs (they wait their turn for the device)."
 )
 
-CSS = """
-.fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
-.fl-queue { margin: 0 0.6em; opacity: 0.85; }
-.fl-legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.4em; align-items: center; margin: 0.2em 0.6em; }
-.fl-swatch { display: inline-block; width: 1.6em; height: 0.3em; vertical-align: middle; margin-right: 0.4em; }
-.fl-caption { margin: 0.3em 0.6em; }
-""" + RUN_CSS
-
-
-# ----------------------------------------------------------------------------- what the page shows
+CSS = STATUS_CSS + CURVES_CSS + RUN_CSS
+# The runs table is built when its tab first opens, after the browser was sent the page's scripts. Panel sends
+# a component's script with every page once its model is registered (panel.models.tabulator, imported above):
+# without that, a table opened on a fresh server would have no script to draw it.
 
 
 def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
     """The evaluations as `feedback-lab train-lm` prints them (the seed's `[eval ...]` lines)."""
+    # app.train_lm loads torch (it also trains); the page needs only its text, once a run has evaluated.
+    from app.train_lm import format_eval
+
     return "\n".join(format_eval(r, settings) for r in results)
 
 
@@ -153,141 +130,9 @@ def reward_label(reward: str) -> str:
     return "VADER" if reward == "vader" else "reward-model" if is_learned(reward) else "classifier"
 
 
-def is_learned(reward: str) -> bool:
-    """True for a saved reward model ('reward-model:PATH'), the reward that has a gold score beside it."""
-    return reward.startswith(REWARD_PREFIX)
-
-
-def reward_options(runs_dir: Path) -> dict[str, str]:
-    """The Reward control's entries, label -> reward: the registered rewards, then each saved reward model by file name."""
-    return {name: name for name in REWARDS} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(runs_dir)}
-
-
-def format_bytes(n: int) -> str:
-    """548105171 -> '548 MB' (decimal units, as the hub shows sizes)."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}" if n < 10 * size else f"{n / size:.0f} {unit}"
-    return f"{n} bytes"
-
-
-def shown_path(path: Path) -> str:
-    """A folder as a sentence names it: relative to the working folder when inside it."""
-    path = path.resolve()
-    return f"{path.relative_to(Path.cwd())}/" if path.is_relative_to(Path.cwd()) else f"{path}/"
-
-
-def model_problem(name: str, folders: tuple[Path, ...], max_chars: int) -> str:
-    """Why the model box's text cannot be a model, in one sentence ('' when it may be one).
-
-    A folder must lie inside `folders` (what this server lets a learner load); a hub id
-    must have a hub id's form. Whether the hub has it is learned when the run starts.
-    """
-    where = " or ".join(shown_path(f) for f in folders)
-    if not name.strip():
-        return f"Give a model: 'embedded', a hub id such as gpt2, or a folder in {where}."
-    if len(name) > max_chars:
-        return f"A model name has at most {max_chars} characters; this one has {len(name):,}."
-    if any(unicodedata.category(c) == "Cc" for c in name):
-        return "The model name holds a control character (a line break, a tab or an invisible code); type it on one line."
-    name = name.strip()
-    if name == EMBEDDED:
-        return ""
-    path = Path(name).expanduser()
-    if name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1 or path.is_dir():
-        folder = path.resolve()
-        if not any(folder.is_relative_to(f.resolve()) for f in folders):
-            return f"The folder {name} is outside the folders this server loads models from ({where})."
-        if not (folder / "config.json").is_file():
-            return f"There is no model in the folder {name} (it has no config.json)."
-        return ""
-    if HUB_ID.match(name) is None or "--" in name or ".." in name:
-        return f"'{name}' is not a model name: give 'embedded', a hub id such as gpt2 or distilbert/distilgpt2, or a folder in {where}."
-    return ""
-
-
-def limit_bounds(limits: ServerLimits, page: param.Parameterized) -> dict[str, int]:
-    """The highest value of each limited control: the server's limit (within what the engine takes)."""
-    highest = {name: getattr(limits, field) for name, (field, _) in LIMITED.items()}
-    highest["eval_prompts"] = min(highest["eval_prompts"], page.param.eval_prompts.bounds[1])
-    return highest
-
-
-def clamp_query(query: dict[str, str], highest: dict[str, int]) -> tuple[dict[str, str], list[str]]:
-    """A link's values with every number above the server's limit set to the limit, and one sentence for each."""
-    query, notices = dict(query), []
-    for name, n in highest.items():
-        try:
-            value = float(query[name])
-        except (KeyError, ValueError):
-            continue  # absent, or not a number: sync_url says so
-        if math.isfinite(value) and value > n:
-            query[name] = str(n)
-            notices.append(limit_sentence(name, n))
-    return query, notices
-
-
-def limit_sentence(name: str, n: int) -> str:
-    """What a link or a box asking for more than the limit `n` of control `name` is told."""
-    return f"This server allows at most {n} {LIMITED[name][1]}; the run was set to {n}."
-
-
-def limit_problem(settings: LMSettings, highest: dict[str, int]) -> str:
-    """One sentence if `settings` ask for more than the server allows ('' otherwise)."""
-    for name, n in highest.items():
-        value = getattr(settings, name)
-        if value > n:
-            return f"This server allows at most {n} {LIMITED[name][1]}; this run asks for {value}, so it was not started."
-    return ""
-
-
 def example_options(result: EvalResult) -> dict[str, int]:
     """The worked-example selector's entries: every held-out reply of an evaluation."""
     return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
-
-
-def run_status(run: Run, running: set[str]) -> str:
-    """finished (every step written), running (training now in this server), or interrupted."""
-    if run.id in running:
-        return "running"
-    return "finished" if run.finished else "interrupted"
-
-
-def runs_frame(runs: list[Run], running: set[str]) -> pd.DataFrame:
-    """The table of run folders (their names give time, model, reward and beta): how far each got, its last held-out evaluation."""
-    rows = []
-    for run in runs:
-        s, last = run.config.get("settings", {}), (run.evals[-1] if run.evals else {})
-        rows.append({
-            "run": run.id,
-            "status": run_status(run, running),
-            "β": s.get("beta", math.nan),
-            "steps": f"{run.metrics[-1]['step'] if run.metrics else 0} / {s.get('steps', '?')}",
-            "reward": round(last.get("reward", math.nan), 2),
-            "P(positive)": round(last.get("p_positive", math.nan), 3),
-            "KL": round(last.get("kl_exact", math.nan), 2),
-            "distinct-1": round(last.get("distinct_1", math.nan), 3),
-            "gold": round(last.get("gold", math.nan), 2),
-        })
-    columns = ["run", "status", "β", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def columns_of(records: list[dict], keys: tuple[str, ...]) -> dict[str, list]:
-    """Records as plot columns; a key a record lacks (gold, without a learned reward) is NaN there."""
-    return {k: [r.get(k, math.nan) for r in records] for k in keys}
-
-
-def zip_runs(folders: list[Path]) -> io.BytesIO:
-    """The run folders' files in one zip, a folder per run."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for folder in folders:
-            for name in ("config.json", *FILES):
-                if (folder / name).is_file():
-                    archive.write(folder / name, f"{folder.name}/{name}")
-    buffer.seek(0)
-    return buffer
 
 
 # ----------------------------------------------------------------------------- the page
@@ -297,12 +142,12 @@ class LiveRunPage(pn.viewable.Viewer):
     """The run's settings; start, pause, resume, stop; live curves, samples, tables; earlier runs."""
 
     model = param.String(default=DEFAULTS.model, regex=MODEL_PATTERN, label="Model: embedded, a hub id (gpt2) or a folder")
-    reward = param.Selector(default=DEFAULTS.reward, objects=list(REWARDS), label="Reward",
+    reward = param.Selector(default=DEFAULTS.reward, objects=[DEFAULTS.reward], label="Reward",
                             doc="The registered rewards and, per page, the reward models saved in the runs folder.")
     beta = param.Number(default=DEFAULTS.beta, bounds=(0.0, 10.0), step=0.01, label="KL coefficient β")
     lr = param.Number(default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5, label="Learning rate (Adam)")
     steps = param.Integer(default=DEFAULTS.steps, bounds=(1, 5000), label="Training steps")
-    # The highest values of these bounds are the server's limits, set per page (LIMITED).
+    # The highest values of these bounds are the server's limits, set per page (app.limits.LIMITED).
     prompts = param.Integer(default=DEFAULTS.prompts, bounds=(1, 64), label="Prompts per step")
     replies = param.Integer(default=DEFAULTS.replies, bounds=(2, 16), label="Replies per prompt K")
     T = param.Integer(default=DEFAULTS.T, bounds=(1, 64), label="Reply length T (tokens)")
@@ -312,6 +157,7 @@ class LiveRunPage(pn.viewable.Viewer):
     eval_every = param.Integer(default=DEFAULTS.eval_every, bounds=(1, 5000), label="Evaluate every (steps)")
     eval_prompts = param.Integer(default=DEFAULTS.eval_prompts, bounds=(1, 64), label="Held-out prompts")
     eval_replies = param.Integer(default=DEFAULTS.eval_replies, bounds=(1, 16), label="Replies per held-out prompt")
+    section = param.Selector(default="samples", objects=["samples", "curves", "evaluation", "runs"], label="Section shown")
     phase = param.Selector(default="idle", objects=["idle", "loading", "downloading", "queued", "running", "paused"], precedence=-1,
                            doc="What this tab's run is doing.")
 
@@ -324,27 +170,22 @@ class LiveRunPage(pn.viewable.Viewer):
         self.runs_dir = Path(runs_dir) if runs_dir is not None else RUNS_DIR
         self.cluster = cluster or current_cluster()
         self.limits = current_limits()
-        self.highest = limit_bounds(self.limits, self)
-        for name, n in self.highest.items():
-            low = self.param[name].bounds[0]
-            self.param[name].bounds = (low, max(low, n))  # replies >= 2 even where the limit is 1: start() refuses then
-            if getattr(self, name) > n:
-                setattr(self, name, max(low, n))
+        self.highest = bound_controls(self, self.limits)
         self.model_chars = min(MODEL_CHARS, self.limits.max_prompt_chars)
-        self.model_folders = (EMBEDDED_DIR.parent, self.runs_dir)
-        """Where a model folder may lie: the bundled models and the runs folder (nothing else on the server is read)."""
+        self.model_folders = model_folders(self.runs_dir)
         self._doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
         self._run: LiveRun | None = None
         self._state: LiveState | None = None
         self._shown = (-1, -1)
-        self._runs: dict[str, tuple[tuple, Run]] = {}
+        self.runs = RunsFolder(self.runs_dir)
         self._overlaid: list[str] = []
 
         self.steps_source = ColumnDataSource({k: [] for k in STEP_COLUMNS}, name="metrics")
         self.evals_source = ColumnDataSource({k: [] for k in EVAL_COLUMNS}, name="evals")
         self.overlay_steps = ColumnDataSource({k: [] for k in ("xs", "reward", "p_positive", "kl", "entropy", "gold", "colour", "label")}, name="overlay_metrics")
         self.overlay_evals = ColumnDataSource({k: [] for k in ("xs", "distinct_1", "distinct_2", "kl_xs", "reward", "gold", "colour", "label")}, name="overlay_evals")
-        self.figures = self._figures()
+        self.reward_figure = reward_figure(self.steps_source, self.evals_source, self.overlay_steps)
+        self.curve_figures: list = []  # the other curves, made when their section is first opened
 
         self.runner = StreamingRun(self._show_state, self._done)
         self.controls = RunControls(self.start, self.stop)
@@ -352,7 +193,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.resume_button = pn.widgets.Button(label="Resume", color="primary", width=90, disabled=True)
         self.pause_button.on_click(lambda _e: self.pause())
         self.resume_button.on_click(lambda _e: self.resume())
-        self.status = pn.pane.HTML(self._idle_text(None), sizing_mode="stretch_width", stylesheets=[CSS])
+        self.status = pn.pane.HTML(idle_html(None), sizing_mode="stretch_width", stylesheets=[CSS])
         self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width", css_classes=["fl-run-error"])
         self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
@@ -391,10 +232,15 @@ class LiveRunPage(pn.viewable.Viewer):
         self.param.watch(lambda _e: self._show_phase(), "phase")
         self.param.watch(lambda _e: self._show_reward_kind(), "reward")
         self._refresh_rewards()
-        self.notice = sync_url(self, list(self.SETTINGS), query, adjust=lambda link: clamp_query(link, self.highest))
+        self.notice = sync_url(self, [*self.SETTINGS, "section"], query, adjust=lambda link: clamp_query(link, self.highest))
+        self.sections = LazySections(self.param.section, {
+            "samples": ("The newest replies", self._samples_section),
+            "curves": ("More curves", self._curves_section),
+            "evaluation": ("Held-out evaluation and worked example", self._evaluation_section),
+            "runs": ("Earlier runs", self._runs_section),
+        })
         self._show_reward_kind()
         self._unsubscribe = self.cluster.subscribe(self._queue_changed)
-        self._show_legend()
         self._show_queue()
         self.refresh_runs()
 
@@ -430,8 +276,8 @@ class LiveRunPage(pn.viewable.Viewer):
         """A learned reward: the gold score's sentence and the curves' labels say it is drawn beside the reward."""
         learned = is_learned(self.reward)
         self.goodhart.visible = learned
-        self.figures[0].yaxis.axis_label = "learned reward R and gold g" if learned else "reward R (log-odds)"
-        self.figures[-1].yaxis.axis_label = "learned reward R and gold g" if learned else "reward R (log-odds)"
+        for fig in (self.reward_figure, *self.curve_figures[-1:]):  # the reward over the steps and over the KL
+            fig.yaxis.axis_label = LEARNED_LABEL if learned else REWARD_LABEL
         self._draw_overlays()
 
     def _model_changed(self, event) -> None:
@@ -505,7 +351,7 @@ class LiveRunPage(pn.viewable.Viewer):
         with pn.io.hold():
             if state.phase != "error" and self.phase != state.phase:
                 self.phase = state.phase
-            self.status.object = self._status_text(state)
+            self.status.object = status_html(state, run_label(state.settings))
             self.download_bar.visible = state.download is not None
             if state.download is not None:
                 _, done, total = state.download
@@ -539,49 +385,11 @@ class LiveRunPage(pn.viewable.Viewer):
         state = self._state
         if state is None or not state.eval_results or self.example_choice.value is None:
             return
+        from app.train_lm import format_worked_example  # loads torch: see eval_lines
+
         ex = worked_example(state.eval_results[-1], int(self.example_choice.value))
         lines = format_worked_example(ex, reward_label(state.settings.reward)).splitlines()
         self.example.object = worked_example_html(ex, lines[0], lines[-1])
-
-    def _status_text(self, state: LiveState) -> str:
-        s = state.settings
-        if state.phase == "loading":
-            return (f'<p class="fl-status">Loading: {html.escape(run_label(s))} on {state.device or s.device} (the first run '
-                    "of a model on a worker reads it from disk)…</p>")
-        if state.phase == "downloading":
-            name, done, total = state.download
-            return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
-                    "(once only: it is kept in this machine's Hugging Face cache).</p>")
-        if state.phase == "queued":
-            return (
-                f'<p class="fl-status">Waiting for {state.device}: your run is number {state.position} in line. It starts when '
-                "the runs before it finish or are stopped; closing this tab takes it out of the line.</p>"
-            )
-        if state.phase == "error":
-            return f'<p class="fl-status">{self._idle_text(state)}</p>'
-        where = html.escape(str(state.folder))
-        if state.phase == "paused":
-            return (
-                f'<p class="fl-status">Paused after step {state.step} of {s.steps}. The run keeps its place on {state.device}: '
-                f"Resume continues it, Stop ends it and lets waiting runs start. Files: {where}</p>"
-            )
-        times = [m["step_time"] for m in state.metrics[-10:]]
-        pace = ""
-        if times:
-            left = float(np.median(times)) * (s.steps - state.step)
-            pace = f" · {np.median(times):.2f} s per step, about {left / 60:.0f} min of training left" if left >= 60 else f" · {np.median(times):.2f} s per step"
-        return f'<p class="fl-status">Running on {state.device}: {state.step} of {s.steps} steps done{pace} · writing {where}</p>'
-
-    def _idle_text(self, state: LiveState | None) -> str:
-        if state is None:
-            return ('<p class="fl-status">No run yet: choose the settings and press Start. On a CPU a step of the seed\'s batch '
-                    "(16 prompts × 4 replies × 24 tokens) of the embedded model takes one to a few seconds; try 50 steps first.</p>")
-        if state.folder is None:
-            return "No run was started."
-        done = state.metrics[-1]["step"] if state.metrics else 0
-        if done >= state.settings.steps:
-            return f"Finished: all {done} steps are written to {html.escape(str(state.folder))}."
-        return f"Stopped after step {done} of {state.settings.steps}; {html.escape(str(state.folder))} holds every step done."
 
     def _done(self, finished: bool) -> None:
         """The worker has ended (finished, stopped, or refused): show the final state and the list of runs."""
@@ -592,7 +400,7 @@ class LiveRunPage(pn.viewable.Viewer):
             if state.phase == "error":
                 self._show_error(state.message)
             else:
-                self.status.object = f'<p class="fl-status">{self._idle_text(state)}</p>'
+                self.status.object = idle_html(state)
         self.phase = "idle"
         self.refresh_runs()
 
@@ -620,33 +428,18 @@ class LiveRunPage(pn.viewable.Viewer):
             pass  # this tab has closed: nothing of it to redraw
 
     def _show_queue(self) -> None:
-        lines = []
-        for q in self.cluster.overview():
-            running = "; ".join(map(html.escape, q.running)) or "nothing"
-            lines.append(f"<b>{q.device}</b>: training {running}; {len(q.waiting)} waiting")
-        text = " · ".join(lines) if lines else "No run is training on this server."
-        self.queue_line.object = f'<p class="fl-queue">Device queue: {text}</p>'
-        if self._runs:
-            self._show_runs()
+        self.queue_line.object = queue_html(self.cluster.overview())
+        if self.runs.runs():
+            self._show_runs()  # a run's status (running or not) follows the queue
 
     def refresh_runs(self) -> None:
         """Read the runs folder again (only the runs whose files changed) and redraw the list."""
-        found = {}
-        if self.runs_dir.is_dir():
-            for folder in sorted(self.runs_dir.iterdir()):
-                if not (folder / "config.json").is_file():
-                    continue
-                stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None
-                              for p in (folder / n for n in ("config.json", *FILES)))
-                cached = self._runs.get(folder.name)
-                found[folder.name] = cached if cached is not None and cached[0] == stamp else (stamp, read_run(folder))
-        self._runs = found
+        self.runs.refresh()
         self._refresh_rewards()
         self._show_runs()
 
     def _show_runs(self) -> None:
-        runs = [run for _, run in self._runs.values()]
-        frame = runs_frame(runs, self.cluster.running_ids())
+        frame = runs_frame(list(self.runs.runs().values()), self.cluster.running_ids())
         with pn.io.hold():
             self.runs_table.value = frame
             ids = list(frame["run"])
@@ -659,76 +452,23 @@ class LiveRunPage(pn.viewable.Viewer):
         self._draw_overlays()
 
     def _draw_overlays(self) -> None:
-        runs = [self._runs[i][1] for i in self._overlaid if i in self._runs]
+        found = self.runs.runs()
+        runs = [found[i] for i in self._overlaid if i in found]
         colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(runs))]
         labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
-        steps = {"xs": [[m["step"] for m in r.metrics] for r in runs], "colour": colours, "label": labels}
-        steps |= {k: [columns_of(r.metrics, (k,))[k] for r in runs] for k in ("reward", "p_positive", "kl", "entropy", "gold")}
-        self.overlay_steps.data = steps
-        evals = {"xs": [[e["step"] for e in r.evals] for r in runs], "kl_xs": [[e["kl_exact"] for e in r.evals] for r in runs],
-                 "colour": colours, "label": labels}
-        evals |= {k: [columns_of(r.evals, (k,))[k] for r in runs] for k in ("distinct_1", "distinct_2", "reward", "gold")}
-        self.overlay_evals.data = evals
+        steps, evals = overlay_columns(runs)
+        self.overlay_steps.data = steps | {"colour": colours, "label": labels}
+        self.overlay_evals.data = evals | {"colour": colours, "label": labels}
         gold = is_learned(self.reward) or any(m.get("gold") is not None for r in runs for m in r.metrics[:1])
-        self._show_legend(labels, colours, gold)
-
-    def _show_legend(self, labels: list[str] = (), colours: list[str] = (), gold: bool = False) -> None:
-        items = [f'<span><span class="fl-swatch" style="background:{LIVE}"></span>this tab\'s run: each training batch; '
-                 f'<span style="color:{LIVE}">◆</span> its held-out evaluations</span>']
-        items += [f'<span><span class="fl-swatch" style="background:{c}"></span>{html.escape(label)}</span>' for label, c in zip(labels, colours)]
         if gold:
-            items.append(f'<span><span class="fl-swatch" style="background:repeating-linear-gradient(90deg,{LIVE} 0 5px,transparent 5px 9px)">'
-                         "</span>dashed: the gold score g of the same replies</span>")
-        self.legend.object = f'<div class="fl-legend">{"".join(items)}</div>'
+            add_gold(self.reward_figure, self.steps_source, self.evals_source, self.overlay_steps)
+        self.legend.object = legend_html(labels, colours, gold)
 
-    def _download(self) -> io.BytesIO:
-        chosen = self._overlaid or list(self._runs)
+    def _download(self):
+        chosen = self._overlaid or list(self.runs.runs())
         return zip_runs([self.runs_dir / run_id for run_id in chosen])
 
     # --- layout --------------------------------------------------------------------------
-
-    def _figures(self):
-        specs = (
-            ("reward", "reward R (log-odds)", "reward", None),
-            ("p_positive", "P(positive)", "p_positive", (0.0, 1.02)),
-            ("kl", "KL to the reference (nats/reply)", "kl_exact", None),
-            ("entropy", "policy entropy (nats/token)", "entropy", None),
-        )
-        figures = []
-        for column, label, eval_column, y_range in specs:
-            fig = plot("training step", label, y_range=y_range if y_range else DataRange1d(), height=260)
-            fig.multi_line("xs", column, source=self.overlay_steps, line_color="colour", line_width=1.6, line_alpha=0.9)
-            line = fig.line("step", column, source=self.steps_source, color=LIVE, line_width=2.5)
-            fig.scatter("step", eval_column, source=self.evals_source, marker="diamond", size=11, color=LIVE,
-                        line_color="white")
-            fig.add_tools(HoverTool(renderers=[line], tooltips=[("step", "@step"), (label, f"@{column}{{0.000}}")]))
-            figures.append(fig)
-        distinct = plot("training step", "distinct-n of held-out replies", y_range=(0.0, 1.02), height=260)
-        distinct.multi_line("xs", "distinct_1", source=self.overlay_evals, line_color="colour", line_width=1.6)
-        distinct.multi_line("xs", "distinct_2", source=self.overlay_evals, line_color="colour", line_width=1.6, line_dash="dashed")
-        distinct.line("step", "distinct_1", source=self.evals_source, color=LIVE, line_width=2.5, legend_label="distinct-1")
-        distinct.line("step", "distinct_2", source=self.evals_source, color=LIVE, line_width=2.5, line_dash="dashed", legend_label="distinct-2")
-        distinct.scatter("step", "distinct_1", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
-        distinct.scatter("step", "distinct_2", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
-        distinct.legend.location = "top_right"
-        figures.append(distinct)
-        reward = figures[0]  # the gold score g beside the learned reward, dashed, in each run's colour
-        reward.multi_line("xs", "gold", source=self.overlay_steps, line_color="colour", line_width=1.6, line_dash="dashed")
-        gold = reward.line("step", "gold", source=self.steps_source, color=LIVE, line_width=2.5, line_dash="dashed", name="gold")
-        reward.scatter("step", "gold", source=self.evals_source, marker="square", size=9, color=LIVE, line_color="white")
-        reward.add_tools(HoverTool(renderers=[gold], tooltips=[("step", "@step"), ("gold score g", "@gold{0.000}")]))
-        # Over the KL (Gao et al. 2023): each training batch a dot, the held-out evaluations (exact KL) joined by lines.
-        over_kl = plot("KL to the reference (nats/reply)", "reward R (log-odds)", height=260)
-        over_kl.multi_line("kl_xs", "reward", source=self.overlay_evals, line_color="colour", line_width=1.6)
-        over_kl.multi_line("kl_xs", "gold", source=self.overlay_evals, line_color="colour", line_width=1.6, line_dash="dashed")
-        over_kl.scatter("kl", "reward", source=self.steps_source, size=4, color=LIVE, alpha=0.35)
-        over_kl.scatter("kl", "gold", source=self.steps_source, marker="square", size=4, color=LIVE, alpha=0.35)
-        over_kl.line("kl_exact", "reward", source=self.evals_source, color=LIVE, line_width=2.5)
-        over_kl.line("kl_exact", "gold", source=self.evals_source, color=LIVE, line_width=2.5, line_dash="dashed", name="gold_over_kl")
-        over_kl.scatter("kl_exact", "reward", source=self.evals_source, marker="diamond", size=11, color=LIVE, line_color="white")
-        over_kl.scatter("kl_exact", "gold", source=self.evals_source, marker="square", size=9, color=LIVE, line_color="white")
-        figures.append(over_kl)
-        return figures
 
     def _widgets(self) -> dict[str, pn.widgets.Widget]:
         if not hasattr(self, "_setting_widget_map"):
@@ -748,6 +488,38 @@ class LiveRunPage(pn.viewable.Viewer):
     def _setting_widgets(self) -> list[pn.widgets.Widget]:
         return list(self._widgets().values())
 
+    def _samples_section(self):
+        return pn.Column(
+            pn.pane.Markdown("#### The newest replies, each token shaded by its log-ratio to the reference", margin=(0, 10)),
+            pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
+            self.samples,
+            sizing_mode="stretch_width",
+        )
+
+    def _curves_section(self):
+        self.curve_figures = curve_figures(self.steps_source, self.evals_source, self.overlay_steps, self.overlay_evals)
+        self._show_reward_kind()  # the reward-over-KL figure's axis names the reward in force
+        return pn.pane.Bokeh(curve_grid(self.curve_figures), sizing_mode="stretch_width")
+
+    def _evaluation_section(self):
+        return pn.Column(
+            pn.pane.Markdown("#### Held-out evaluation (the seed's `[eval]` lines)", margin=(0, 10)),
+            self.eval_table,
+            self.eval_text,
+            pn.pane.Markdown("#### The worked example of section 6.12: one held-out reply, token by token", margin=(0, 10)),
+            self.example_choice,
+            self.example,
+            sizing_mode="stretch_width",
+        )
+
+    def _runs_section(self):
+        return pn.Column(
+            pn.pane.Markdown(f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", margin=(0, 10), sizing_mode="stretch_width"),
+            self.runs_table,
+            pn.Row(self.refresh_button, self.download),
+            sizing_mode="stretch_width",
+        )
+
     def __panel__(self):
         w = self._widgets()
         settings = pn.Column(
@@ -757,11 +529,6 @@ class LiveRunPage(pn.viewable.Viewer):
             pn.Row(w["eval_every"], w["eval_prompts"], w["eval_replies"]),
         )
         self._show_phase()
-        curves = plot_with_downloads(
-            gridplot(self.figures, ncols=2, sizing_mode="stretch_width", merge_tools=False),
-            {"metrics": self.steps_source, "evals": self.evals_source},
-            "The run, step by step",
-        )
         return pn.Column(
             self.notice,
             equation_card(INTRO, EQUATION, NOTICE, PREDICT),
@@ -775,19 +542,8 @@ class LiveRunPage(pn.viewable.Viewer):
             self.metrics,
             self.legend,
             self.goodhart,
-            curves,
-            pn.pane.Markdown("#### The newest replies, each token shaded by its log-ratio to the reference", margin=(0, 10)),
-            pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
-            self.samples,
-            pn.pane.Markdown("#### Held-out evaluation (the seed's `[eval]` lines)", margin=(0, 10)),
-            self.eval_table,
-            self.eval_text,
-            pn.pane.Markdown("#### The worked example of section 6.12: one held-out reply, token by token", margin=(0, 10)),
-            self.example_choice,
-            self.example,
-            pn.pane.Markdown(f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", margin=(0, 10), sizing_mode="stretch_width"),
-            self.runs_table,
-            pn.Row(self.refresh_button, self.download),
+            plot_with_downloads(self.reward_figure, {"metrics": self.steps_source, "evals": self.evals_source}, "The run, step by step"),
+            self.sections,
             sizing_mode="stretch_width",
         )
 

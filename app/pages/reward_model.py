@@ -6,19 +6,22 @@ a hidden gold score g rates each, and a Bradley-Terry rater at tau_label labels 
 logistic loss (equation 14), its held-out accuracy drawn live under the ceiling Acc*
 (equation 13), then read against g, probed with hand-written replies, normalised
 (equation 15) and saved for the live-run page. The stretch retrains at several tau_label.
+
+The three parts (the pairs, the training, the stretch) are tabs, each built the first time it
+is opened (widgets/sections.py); the open one is the `section` control, in the link like every
+other. The pairs are sampled and the reward model trained as soon as the page opens, whichever
+tab is shown: the training's readings and the save button wait in their tab.
 """
 
 from __future__ import annotations
 
-import html
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Span, TableColumn
+from bokeh.models import ColumnDataSource, Range1d
 
 import app.runs as runs
 from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
@@ -34,21 +37,23 @@ from engines.lm.reward_model import (
     load_reward_model,
     save_reward_model,
 )
+from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
+from widgets.preference_html import pair_html, pairs_summary, training_summary
+from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_table, probe_table,
+                                        sweep_figure)
 from widgets.run_controls import RunControls
+from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
-from widgets.style import OKABE_ITO, plot
 from widgets.url_state import notice_alert, sync_url
 
 TITLE = "Reward models"
 SUMMARY = "Train a reward model from comparisons, read it against the ceiling Acc*, and see what it gets wrong."
 
-PAIRS_FOLDER = "pairs"
-"""Subfolder of the runs folder where the page saves and finds pairs files."""
 PAGE_ROWS = 8
 """Pairs in the table at once; the pair slider pages through them."""
 CURVE_POINTS = 50
@@ -62,7 +67,7 @@ RESTART_DELAY_MS = 300
 TRAINING_TEXT = '<p class="fl-train-summary">Training…</p>'
 """What the training summary says until the reward model is trained."""
 CONTROLS = ("pairs", "tau_label", "seed", "pair", "steps", "min_count", "train_seed")
-"""Every control, in the order of the query string."""
+"""Every control of the work, in the order of the query string (then the section shown)."""
 TRAINING = {"steps", "min_count", "train_seed"}
 """Controls of the reward model's training: changing one retrains it."""
 
@@ -117,56 +122,6 @@ def check_yourself_text() -> str:
     )
 
 
-
-
-def label_frequencies(pairs: PreferencePairs) -> dict:
-    """Share of pairs labelled 'a preferred' at each gold gap g_a - g_b, with the count: equation 12 in the data."""
-    gap = pairs.g_a - pairs.g_b
-    values, which, counts = np.unique(gap, return_inverse=True, return_counts=True)
-    preferred = np.bincount(which, weights=pairs.label.astype(float), minlength=len(values))
-    return {"gap": values, "frequency": preferred / counts, "pairs": counts}
-
-
-def pairs_summary(pairs: PreferencePairs, source: str) -> str:
-    """The sentence about the data set: where it came from, ties, and the ceiling on all of it."""
-    ties = float((pairs.g_a == pairs.g_b).mean())
-    acc_star = float(oracle_accuracy(pairs.g_a, pairs.g_b, pairs.tau_label))
-    return (
-        f"{len(pairs)} pairs {source}, labelled at τ_label = {pairs.tau_label:.2f} (label seed {pairs.seed}): "
-        f"equal gold scores in {100 * ties:.0f}% of pairs, y_a preferred in {100 * pairs.label.mean():.0f}%; "
-        f"on all of them <strong>Acc* = {acc_star:.3f}</strong>."
-    )
-
-
-def training_summary(trained: TrainedRewardModel) -> str:
-    """The sentence under the training curves: the three held-out readings beside the ceiling."""
-    e = trained.evaluation
-    return (
-        f"On {e.pairs} held-out pairs the reward model predicts the label with accuracy "
-        f"<strong>{e.heldout_accuracy:.3f} ± {e.heldout_se:.3f}</strong> (one binomial standard error) against "
-        f"the ceiling <strong>Acc* = {e.acc_star:.3f}</strong>; it orders pairs with different gold scores as g does "
-        f"in {100 * e.gold_order_accuracy:.1f}% of them, and its rank correlation with g is {e.spearman:.3f}. "
-        f"Normaliser (equation 15): μ = {trained.normalizer.mu:.3f}, ς = {trained.normalizer.sigma:.3f}."
-    )
-
-
-def pair_html(pairs: PreferencePairs, i: int) -> str:
-    """Pair i in full: the prompt, both continuations with their gold scores, the label and its probability."""
-    p = float(bt_prob(pairs.g_a[i], pairs.g_b[i], pairs.tau_label))
-    winner = "a" if pairs.label[i] else "b"
-    return (
-        f'<div class="fl-pair"><p><strong>Pair {i}.</strong> Prompt: “{html.escape(str(pairs.prompt[i]))}”</p>'
-        f"<p><strong>a</strong> (g = {pairs.g_a[i]:+.0f}): {html.escape(str(pairs.text_a[i]))}</p>"
-        f"<p><strong>b</strong> (g = {pairs.g_b[i]:+.0f}): {html.escape(str(pairs.text_b[i]))}</p>"
-        f"<p>The rater preferred <strong>{winner}</strong>; by equation 12 it prefers a with probability {p:.3f}.</p></div>"
-    )
-
-
-def safe_name(text: str) -> str:
-    """Letters, digits, '.', '-' and '_' only: a file name that cannot leave its folder."""
-    return "".join(c if c.isalnum() or c in ".-_" else "-" for c in text)
-
-
 # --- the page ---------------------------------------------------------------------------------------------------
 
 
@@ -180,6 +135,7 @@ class RewardModelPage(pn.viewable.Viewer):
     steps = param.Integer(default=RewardModelSettings.steps, bounds=(20, 2000), step=10, label="Training steps")
     min_count = param.Integer(default=RewardModelSettings.min_count, bounds=(1, 10), label="Embedding for tokens seen at least (times)")
     train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
+    section = param.Selector(default="pairs", objects=["pairs", "training", "sweep"], label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, root: Path | str | None = None,
                  cluster: Cluster | None = None, models: ModelCache | None = None, **params):
@@ -197,7 +153,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.sweep_rows: tuple[TauSweepRow, ...] = ()
         self._quiet = False  # set while the page itself moves controls to a loaded file's values
         self._closed = False  # the tab has closed: nothing starts any more
-        self._pending: dict[str, object] = {}
+        self._debounce = Debounce(RESTART_DELAY_MS)
 
         self.table = ColumnDataSource({k: [] for k in ("index", "prompt", "text_a", "g_a", "text_b", "g_b", "preferred", "p_a")}, name="pairs")
         self.freq = ColumnDataSource({"gap": [], "frequency": [], "pairs": []}, name="label_frequency")
@@ -206,6 +162,8 @@ class RewardModelPage(pn.viewable.Viewer):
         self.ceiling = ColumnDataSource({"step": [], "acc_star": []}, name="ceiling")
         self.probe = ColumnDataSource({k: [] for k in ("reply", "text", "g", "r_phi", "unknown_tokens")}, name="probe")
         self.sweep = ColumnDataSource({k: [] for k in ("tau_label", "accuracy", "low", "high", "acc_star", "gold_order_accuracy", "spearman")}, name="sweep")
+        # The training figures' step axes, set to the training's length before it starts (the figures come later).
+        self.loss_steps, self.accuracy_steps = Range1d(0, self.steps), Range1d(0, self.steps)
 
         self.errors = notice_alert([])
         self.errors.alert_type = "danger"
@@ -229,7 +187,6 @@ class RewardModelPage(pn.viewable.Viewer):
         self.save_button = pn.widgets.Button(label="Save reward model", color="primary", width=170, disabled=True)
         self.save_button.on_click(lambda _event: self.save_model())
 
-        self.pair_figure, self.loss_figure, self.accuracy_figure, self.sweep_figure = self._figures()
         self.guide = session_guide()
         self.check_card = PredictionCard("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", check_yourself_text(),
                                          guide=self.guide, kind="Check yourself")
@@ -240,52 +197,16 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_controls = RunControls(self.start_pairs, self.stop_pairs, seed=self.param.seed)
         self.train_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
         self.sweep_controls = RunControls(self.start_sweep, self.stop_sweep)
-        self.notice = sync_url(self, list(CONTROLS), query)
+        self.notice = sync_url(self, [*CONTROLS, "section"], query)
+        self.sections = LazySections(self.param.section, {
+            "pairs": ("1. Preference pairs", self._pairs_section),
+            "training": ("2. Train the reward model", self._training_section),
+            "sweep": ("3. Noisier raters (the stretch)", self._sweep_section),
+        })
         self.param.watch(self._changed, list(CONTROLS))  # after the link's values: the first start is the onload one
         self._list_files()
         self._update_probability_curve()
         pn.state.onload(self.start_pairs)
-
-    # -- figures, built once; every update replaces the data of their sources
-
-    def _figures(self):
-        pair_fig = plot("gold-score gap g(y_a) − g(y_b)", "P(y_a preferred)", x_range=(-6, 6), y_range=(0, 1.02), height=300)
-        pair_fig.line("gap", "p", source=self.prob, color=OKABE_ITO["blue"], line_width=2, legend_label="σ(gap / τ_label), equation 12")
-        pair_fig.scatter("gap", "frequency", source=self.freq, color=OKABE_ITO["orange"], size=9, legend_label="share labelled a in the pairs")
-        pair_fig.legend.location = "top_left"
-        loss_fig = plot("optimiser step", "training loss (nats per pair)", x_range=(0, self.steps), height=300)
-        loss_fig.add_layout(Span(location=float(np.log(2)), dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
-        loss_fig.line("step", "loss", source=self.curve, color=OKABE_ITO["blue"], line_width=2, legend_label="−log σ(r_w − r_l), log 2 dashed")
-        loss_fig.legend.location = "top_right"
-        acc_fig = plot("optimiser step", "held-out pairwise accuracy", x_range=(0, self.steps), y_range=(0, 1.02), height=300)
-        acc_fig.add_layout(Span(location=0.5, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
-        acc_fig.line("step", "acc_star", source=self.ceiling, color=OKABE_ITO["vermillion"], line_dash=[6, 3], line_width=2, legend_label="Acc*, the ceiling")
-        acc_fig.line("step", "accuracy", source=self.curve, color=OKABE_ITO["green"], line_width=2, legend_label="reward model")
-        acc_fig.scatter("step", "accuracy", source=self.curve, color=OKABE_ITO["green"], size=5)
-        acc_fig.legend.location = "bottom_right"
-        sweep_fig = plot("label temperature τ_label (log scale)", "held-out accuracy", x_axis_type="log", x_range=(0.2, 5), y_range=(0, 1.02), height=300)
-        sweep_fig.add_layout(Span(location=0.5, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
-        sweep_fig.line("tau_label", "acc_star", source=self.sweep, color=OKABE_ITO["vermillion"], line_dash=[6, 3], line_width=2, legend_label="Acc*")
-        sweep_fig.segment("tau_label", "low", "tau_label", "high", source=self.sweep, color=OKABE_ITO["green"], line_width=2)
-        sweep_fig.scatter("tau_label", "accuracy", source=self.sweep, color=OKABE_ITO["green"], size=9, legend_label="reward model ± 1 SE")
-        sweep_fig.legend.location = "top_right"
-        return pair_fig, loss_fig, acc_fig, sweep_fig
-
-    def _tables(self):
-        pair_columns = [
-            TableColumn(field="index", title="#", width=40), TableColumn(field="prompt", title="prompt x", width=220),
-            TableColumn(field="text_a", title="continuation a", width=300), TableColumn(field="g_a", title="g(a)", width=50),
-            TableColumn(field="text_b", title="continuation b", width=300), TableColumn(field="g_b", title="g(b)", width=50),
-            TableColumn(field="preferred", title="preferred", width=70), TableColumn(field="p_a", title="P(a ≻ b)", width=70),
-        ]
-        probe_columns = [
-            TableColumn(field="reply", title="hand-written reply", width=180), TableColumn(field="text", title="text", width=420),
-            TableColumn(field="g", title="gold g", width=60, formatter=NumberFormatter(format="+0")),
-            TableColumn(field="r_phi", title="r_φ (normalised)", width=110, formatter=NumberFormatter(format="+0.00")),
-            TableColumn(field="unknown_tokens", title="unknown tokens", width=100),
-        ]
-        return (DataTable(source=self.table, columns=pair_columns, height=250, sizing_mode="stretch_width", index_position=None),
-                DataTable(source=self.probe, columns=probe_columns, height=260, sizing_mode="stretch_width", index_position=None))
 
     # -- events
 
@@ -295,32 +216,16 @@ class RewardModelPage(pn.viewable.Viewer):
         names = {e.name for e in events}
         with pn.io.hold():
             if names & {"pairs", "seed"}:
-                self._soon("pairs", self.start_pairs)
+                self._debounce.soon("pairs", self.start_pairs)
             elif "tau_label" in names and self.base is not None:
                 self._relabel()
             elif names & TRAINING and self.data is not None:
                 self._invalidate_model()
-                self._soon("train", self.start_training)
+                self._debounce.soon("train", self.start_training)
             if "tau_label" in names:
                 self._update_probability_curve()
             if "pair" in names and self.data is not None:
                 self._update_table(self.data)
-
-    def _soon(self, key: str, start) -> None:
-        """Start `start` once the controls have been still for RESTART_DELAY_MS (at once without a browser)."""
-        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
-        if doc is None:
-            start()
-            return
-        pending = self._pending.pop(key, None)
-        if pending is not None:
-            doc.remove_timeout_callback(pending)
-
-        def run() -> None:
-            self._pending.pop(key, None)
-            start()
-
-        self._pending[key] = doc.add_timeout_callback(run, RESTART_DELAY_MS)
 
     def _done(self, controls: RunControls, finished: bool) -> None:
         controls.running = False
@@ -384,12 +289,12 @@ class RewardModelPage(pn.viewable.Viewer):
         data = self.base if keep else relabel(self.base, self.tau_label, self.label_seed)
         self.data_key = None if self.base_key is None else (self.base_key, self.tau_label, self.label_seed)
         self.freq.data = label_frequencies(data)
-        self.pairs_text.object = f'<p class="fl-pairs-summary">{pairs_summary(data, self.source)}</p>'
+        self.pairs_text.object = pairs_summary(data, self.source, float(oracle_accuracy(data.g_a, data.g_b, data.tau_label)))
         self._update_table(data)
         self.data = data  # set once its views show it, so whoever sees the new data sees them too
         self.stop_sweep()
         self._invalidate_model()
-        self._soon("train", self.start_training)
+        self._debounce.soon("train", self.start_training)
 
     def _update_probability_curve(self) -> None:
         self.prob.data = {"gap": GAP_AXIS, "p": bt_prob(GAP_AXIS, 0.0, self.tau_label)}
@@ -402,20 +307,18 @@ class RewardModelPage(pn.viewable.Viewer):
             "g_b": d.g_b[rows], "preferred": np.where(d.label[rows], "a", "b"),
             "p_a": np.round(bt_prob(d.g_a[rows], d.g_b[rows], d.tau_label), 3),
         }
-        self.pair_text.object = pair_html(d, start)
+        self.pair_text.object = pair_html(d, start, float(bt_prob(d.g_a[start], d.g_b[start], d.tau_label)))
 
     def _list_files(self) -> None:
-        folder = self.root / PAIRS_FOLDER
-        files = sorted(folder.glob("*.npz")) if folder.is_dir() else []
-        self.files.options = {f.name: str(f) for f in files}
-        self.load_button.disabled = not files
+        self.files.options = runs.pairs_files(self.root)
+        self.load_button.disabled = not self.files.options
 
     def load_file(self, path) -> None:
         """Read a pairs file from the runs folder and train on it; a bad file is one sentence and nothing else changes."""
         if not path:
             return
-        if Path(path).resolve().parent != (self.root / PAIRS_FOLDER).resolve():
-            self.show_error(f"Only the pairs files listed, in {self.root / PAIRS_FOLDER}, can be loaded.")
+        if Path(path).resolve().parent != (self.root / runs.PAIRS_FOLDER).resolve():
+            self.show_error(f"Only the pairs files listed, in {self.root / runs.PAIRS_FOLDER}, can be loaded.")
             return
         try:
             pairs = load_pairs(path)
@@ -434,9 +337,8 @@ class RewardModelPage(pn.viewable.Viewer):
         """Write the pairs shown to the runs folder's pairs/ (the file `feedback-lab train-reward --pairs` reads)."""
         if self.data is None:
             return None
-        folder = self.root / PAIRS_FOLDER
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / safe_name(f"pairs-{len(self.data)}-tau{self.data.tau_label:g}-seed{self.data.seed}.npz")
+        path = runs.pairs_path(self.root, self.data)
+        path.parent.mkdir(parents=True, exist_ok=True)
         save_pairs(self.data, path)
         self._list_files()
         self.saved_text.object = f"Pairs saved to `{path}`."
@@ -468,7 +370,7 @@ class RewardModelPage(pn.viewable.Viewer):
             return
         self._invalidate_model()
         self.train_text.object = TRAINING_TEXT
-        self.loss_figure.x_range.end = self.accuracy_figure.x_range.end = self.steps
+        self.loss_steps.end = self.accuracy_steps.end = self.steps
         pairs, settings = self.data, self.train_settings()
         key = None if self.data_key is None else ("reward model", self.data_key, settings)
         kept = None if key is None else self.models.result(key)
@@ -498,7 +400,7 @@ class RewardModelPage(pn.viewable.Viewer):
             self.metrics.update(accuracy=e.heldout_accuracy, se=e.heldout_se, acc_star=e.acc_star,
                                 gold_order=e.gold_order_accuracy, spearman=e.spearman)
             self.metrics.pane.visible = True
-            self.train_text.object = f'<p class="fl-train-summary">{training_summary(view.trained)}</p>'
+            self.train_text.object = training_summary(view.trained)
             self.probe.data = {k: [row[k] for row in view.probe] for k in self.probe.data}
             self.save_button.disabled = False
             self.trained = view.trained  # last, as self.data
@@ -507,10 +409,8 @@ class RewardModelPage(pn.viewable.Viewer):
         """Save the trained model with its normaliser under the runs folder's reward-models/, and say how to use it."""
         if self.trained is None:
             return None
-        folder = self.root / runs.REWARD_MODELS
-        folder.mkdir(parents=True, exist_ok=True)
-        d = self.data
-        path = folder / safe_name(f"rm-{time.strftime('%Y%m%d-%H%M%S')}-{len(d)}pairs-tau{d.tau_label:g}-seed{self.train_seed}.pt")
+        path = runs.reward_model_path(self.root, self.data, self.train_seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
         save_reward_model(self.trained, path)
         load_reward_model(path)  # the file just written must read back
         self.saved_text.object = (
@@ -544,14 +444,7 @@ class RewardModelPage(pn.viewable.Viewer):
         if len(view.rows) == len(self.sweep_rows) and view.rows == self.sweep_rows:
             return
         self.sweep_rows = view.rows
-        e = [r.evaluation for r in view.rows]
-        acc = np.array([x.heldout_accuracy for x in e])
-        se = np.array([x.heldout_se for x in e])
-        self.sweep.data = {
-            "tau_label": [r.tau_label for r in view.rows], "accuracy": acc, "low": acc - se, "high": acc + se,
-            "acc_star": [x.acc_star for x in e], "gold_order_accuracy": [x.gold_order_accuracy for x in e],
-            "spearman": [x.spearman for x in e],
-        }
+        self.sweep.data = view.columns()
 
     def close(self) -> None:
         """The tab closed: stop every worker."""
@@ -559,10 +452,8 @@ class RewardModelPage(pn.viewable.Viewer):
         for run in (self.pairs_run, self.train_run, self.sweep_run):
             run.stop()
 
-    def __panel__(self):
-        pair_table, probe_table = self._tables()
-        data = pn.Column(
-            pn.pane.Markdown("### 1. Preference pairs", margin=(0, 10)),
+    def _pairs_section(self):
+        return pn.Column(
             pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160), slider(self.param.tau_label, width=300)),
             self.pairs_controls,
             self.pairs_run.notice,
@@ -570,50 +461,56 @@ class RewardModelPage(pn.viewable.Viewer):
             self.pairs_text,
             pn.Row(
                 pn.Column(slider(self.param.pair, width=300), self.pair_text, sizing_mode="stretch_width"),
-                plot_with_downloads(self.pair_figure, {"label_frequency": self.freq, "probability": self.prob}, "Equation 12 in the pairs"),
+                plot_with_downloads(pairs_figure(self.prob, self.freq), {"label_frequency": self.freq, "probability": self.prob},
+                                    "Equation 12 in the pairs"),
                 sizing_mode="stretch_width",
             ),
-            plot_with_downloads(pair_table, {"pairs": self.table}),
+            plot_with_downloads(pairs_table(self.table), {"pairs": self.table}),
             sizing_mode="stretch_width",
         )
-        training = pn.Column(
+
+    def _training_section(self):
+        return pn.Column(
             pn.pane.Markdown(
-                "### 2. Train the reward model\nA fifth of the pairs is held out; each step draws 64 training pairs and "
-                "takes an AdamW step on equation 14. A changed setting retrains.",
+                "A fifth of the pairs is held out; each step draws 64 training pairs and takes an AdamW step on "
+                "equation 14. A changed setting retrains.",
                 sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
             self.train_controls,
             self.train_run.notice,
             pn.Row(
-                plot_with_downloads(self.loss_figure, {"training": self.curve}, "Training loss"),
-                plot_with_downloads(self.accuracy_figure, {"training": self.curve, "ceiling": self.ceiling}, "Held-out accuracy under the ceiling Acc*"),
+                plot_with_downloads(loss_figure(self.curve, self.loss_steps), {"training": self.curve}, "Training loss"),
+                plot_with_downloads(accuracy_figure(self.curve, self.ceiling, self.accuracy_steps),
+                                    {"training": self.curve, "ceiling": self.ceiling}, "Held-out accuracy under the ceiling Acc*"),
                 sizing_mode="stretch_width",
             ),
             self.train_text,
             self.metrics,
             pn.pane.Markdown("#### The probe: hand-written replies the language model rarely writes", margin=(0, 10)),
-            plot_with_downloads(probe_table, {"probe": self.probe}),
+            plot_with_downloads(probe_table(self.probe), {"probe": self.probe}),
             pn.Row(self.save_button),
             self.saved_text,
             sizing_mode="stretch_width",
         )
-        sweep = pn.Column(
+
+    def _sweep_section(self):
+        return pn.Column(
             pn.pane.Markdown(
-                "### 3. Noisier raters (the stretch)\nThe same responses relabelled at τ_label = "
-                f"{', '.join(f'{t:g}' for t in SWEEP_TAUS)}, a reward model trained on each with the settings above.",
+                f"The same responses relabelled at τ_label = {', '.join(f'{t:g}' for t in SWEEP_TAUS)}, a reward model "
+                "trained on each with the training settings.",
                 sizing_mode="stretch_width", margin=(0, 10)),
             self.sweep_controls,
             self.sweep_run.notice,
-            plot_with_downloads(self.sweep_figure, {"sweep": self.sweep}, "Accuracy and Acc* as the raters get noisier"),
+            plot_with_downloads(sweep_figure(self.sweep), {"sweep": self.sweep}, "Accuracy and Acc* as the raters get noisier"),
             sizing_mode="stretch_width",
         )
+
+    def __panel__(self):
         return pn.Column(
             self.notice,
             self.errors,
             equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.check_card),
-            data,
-            training,
-            sweep,
+            self.sections,
             sizing_mode="stretch_width",
         )
 

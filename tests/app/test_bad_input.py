@@ -166,7 +166,7 @@ def test_the_live_run_page_lists_damaged_runs_as_interrupted(app_server, tmp_pat
     runs = tmp_path / "runs"
     folders = damaged_runs(runs)
     server = app_server(env={"FEEDBACK_LAB_RUNS": str(runs)})
-    document = server.open_session("live-run")
+    document = server.open_session("live-run", "?section=runs")  # the list of runs, a tab built when opened
     for folder in folders:
         assert folder.name in document
     assert "interrupted" in document and "Traceback" not in document

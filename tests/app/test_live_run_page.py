@@ -16,7 +16,8 @@ import pytest
 
 from app.cli import main as cli
 from app.cluster import current as current_cluster
-from app.pages.live_run import LIMITED, LiveRunPage, eval_lines, page
+from app.limits import LIMITED
+from app.pages.live_run import LiveRunPage, eval_lines, page
 from app.runs import REWARD_MODELS, RunWriter, read_run
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
@@ -238,7 +239,9 @@ def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folde
     options = pg._widgets()["reward"].options
     assert options["learned: rm.pt"] == f"reward-model:{tmp_path / REWARD_MODELS / 'rm.pt'}"
     pg.reward = options["learned: rm.pt"]
-    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.figures[0].yaxis.axis_label
+    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.reward_figure.yaxis.axis_label
+    pg.section = "curves"  # the other curves, made when first shown, name the reward in force too
+    assert "gold" in pg.curve_figures[-1].yaxis.axis_label
     (tmp_path / REWARD_MODELS / "rm.pt").unlink()
     pg.refresh_runs()  # gone from the folder: gone from the list, and the reward falls back to the default
     assert pg.reward == "vader" and "learned: rm.pt" not in pg._widgets()["reward"].options
@@ -260,9 +263,10 @@ def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over
     assert list(pg.evals_source.data["gold"]) == [e["gold"] for e in run.evals]
     assert list(pg.steps_source.data["reward"]) == [m["reward"] for m in run.metrics]
     # Drawn: dashed over the steps, and over the KL (the held-out evaluations' exact KL on x).
-    gold = pg.figures[0].select_one({"name": "gold"})
+    gold = pg.reward_figure.select_one({"name": "gold"})
     assert gold.data_source is pg.steps_source and gold.glyph.y == "gold" and gold.glyph.line_dash == [6]
-    over_kl = pg.figures[-1].select_one({"name": "gold_over_kl"})
+    pg.section = "curves"  # opened after the run: its figures draw what the sources already hold
+    over_kl = pg.curve_figures[-1].select_one({"name": "gold_over_kl"})
     assert over_kl.data_source is pg.evals_source and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
     assert "<th>gold</th>" in pg.eval_table.object and "dashed: the gold score" in pg.legend.object
     assert list(pg.runs_table.value["gold"]) == [round(run.evals[-1]["gold"], 2)]
@@ -435,3 +439,12 @@ def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(t
     pg.start()
     pg.runner.join(120)
     assert not pg.error.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2
+
+
+def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_path):
+    pg = tiny_page(tmp_path)
+    assert pg.sections.opened == {"samples"} and pg.curve_figures == []  # a visit builds the newest replies only
+    pg.section = "curves"
+    assert len(pg.curve_figures) == 5 and pg.sections.tabs.active == 1
+    linked = tiny_page(tmp_path, section="runs")  # a link opens its section
+    assert linked.sections.opened == {"runs"} and linked.sections.tabs.active == 3

@@ -11,10 +11,15 @@ import pytest
 
 from bench.bench_page_build import builders, visit
 
-FIRST_VISIT = {"": 40, "baselines": 50, "toy-target": 140, "bandit": 85, "token-world": 145, "kl": 65, "preferences": 60}
-"""Ceilings of a first visit (measured: index 33, baselines 43, toy target 125, bandit 73, token world 129, KL 58, preferences 53)."""
-ANSWERED = {"": 40, "baselines": 140, "toy-target": 145, "bandit": 235, "token-world": 145, "kl": 180, "preferences": 176}
-"""Ceilings with every card answered (measured: 33, 126, 129, 213, 131, 163, 160)."""
+FIRST_VISIT = {"": 35, "baselines": 45, "toy-target": 135, "bandit": 80, "token-world": 140, "kl": 62, "preferences": 56,
+               "live-run": 150, "reward-model": 145}
+"""Ceilings of a first visit (measured: index 30, baselines 40, toy target 122, bandit 70, token world 126, KL 55,
+preferences 50, live run 137, reward models 132)."""
+ANSWERED = {"": 35, "baselines": 135, "toy-target": 135, "bandit": 230, "token-world": 141, "kl": 176, "preferences": 173,
+            "live-run": 150, "reward-model": 146}
+"""Ceilings with every card answered (measured: 30, 123, 123, 210, 128, 160, 157, 137, 133)."""
+MODEL_PAGES = {"live-run", "reward-model"}
+"""Pages whose visit starts model work on the cluster: what it has finished by then (a gold score's lines) adds models."""
 
 
 @pytest.mark.parametrize("route", list(FIRST_VISIT))
@@ -23,4 +28,4 @@ def test_a_page_visit_stays_under_its_ceiling_of_bokeh_models(route):
     first, answered = visit(build)[3], visit(build, revealed=True)[3]
     assert first <= FIRST_VISIT[route], f"/{route}: {first} Bokeh models on a first visit, ceiling {FIRST_VISIT[route]}"
     assert answered <= ANSWERED[route], f"/{route}: {answered} Bokeh models with every card answered, ceiling {ANSWERED[route]}"
-    assert first <= answered  # what a question guards is built only once it is answered
+    assert first <= answered or route in MODEL_PAGES  # what a question guards is built only once it is answered

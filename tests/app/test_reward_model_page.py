@@ -246,3 +246,12 @@ def test_the_default_pairs_come_from_the_bundle_without_sampling():
     no_cluster = SimpleNamespace(submit=lambda *args: pytest.fail("the default pairs must not sample the model again"))
     reports = list(generate_pairs(PairSettings(), no_cluster, ModelCache()))
     assert len(reports) == 1 and isinstance(reports[0], PreferencePairs) and len(reports[0]) == PairSettings().pairs
+
+
+def test_the_training_and_the_stretch_are_built_when_first_opened(make_page):
+    pg = make_page({"steps": "20"})
+    assert pg.sections.opened == {"pairs"}  # a visit builds the pairs' part only
+    wait(lambda: pg.trained is not None)  # the model trains all the same, its readings waiting in their part
+    pg.section = "training"
+    assert pg.sections.opened == {"pairs", "training"} and pg.sections.tabs.active == 1
+    assert pg.loss_steps.end == pg.accuracy_steps.end == 20 and not pg.save_button.disabled

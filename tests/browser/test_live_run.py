@@ -27,6 +27,11 @@ def button(page, label: str):
     return page.locator("button", has_text=re.compile(f"^{label}$")).first
 
 
+def open_tab(page, title: str) -> None:
+    """Open a section below the reward curve (built on its first opening)."""
+    page.locator(".bk-tab", has_text=title).click()
+
+
 def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_text, save_screenshot, runs_dir):
     page = open_page("live-run", TINY)
     assert source_length(page, "metrics") == 0
@@ -36,6 +41,7 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     page.wait_for_function(f"() => Bokeh.documents[0].get_model_by_name('metrics').data.step.length > {first}", timeout=30_000)
     assert source_length(page, "evals") >= 1  # the evaluation at step 0
     expect(page.locator(".fl-tok").first).to_be_attached()  # the newest replies, shaded token by token
+    open_tab(page, "Held-out evaluation")
     expect(page.locator(".fl-worked tr").nth(1)).to_be_attached()  # the worked example's first token row
     button(page, "Stop").click()
     expect(page.locator(".fl-status").first).to_contain_text("Stopped after step", timeout=30_000)
@@ -46,8 +52,11 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     run = read_run(folder)
     assert [m["step"] for m in run.metrics] == list(range(1, shown + 1))  # every step shown is on disk, none lost
     assert run.evals[0]["step"] == 0 and not run.finished
+    open_tab(page, "Earlier runs")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'runs'")
     row = page.locator(".fl-runs .tabulator-row", has_text=folder.name)
     expect(row).to_contain_text("interrupted")
+    open_tab(page, "The newest replies")  # the picture: the reward curve over the replies it was trained on
     page.wait_for_timeout(300)  # let the plots finish drawing before the picture
     save_screenshot(page, "live_run")
     assert console_errors == []
@@ -101,6 +110,8 @@ def test_a_saved_reward_model_is_picked_and_its_gold_score_drawn(open_page, cons
         return {visible: line.visible, dash: line.glyph.line_dash, ys: Array.from(line.data_source.data.gold)};
     }""")
     assert gold["visible"] and len(gold["ys"]) == 3 and all(math.isfinite(y) for y in gold["ys"]), gold
+    open_tab(page, "More curves")  # the reward over the KL, drawn from what the run has sent already
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('gold_over_kl') !== null")
     over_kl = page.evaluate("() => Array.from(Bokeh.documents[0].get_model_by_name('gold_over_kl').data_source.data.gold)")
     assert len(over_kl) == 2 and all(math.isfinite(y) for y in over_kl)  # the evaluations at steps 0 and 3
     expect(page.locator(".fl-legend").first).to_contain_text("dashed: the gold score g")

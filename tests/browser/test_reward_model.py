@@ -9,6 +9,11 @@ QUERY = "?pairs=60&steps=20"
 """Small enough to generate and train in seconds on two cores."""
 
 
+def open_tab(page, title: str) -> None:
+    """Open one of the page's three parts (built on its first opening)."""
+    page.locator(".bk-tab", has_text=title).click()
+
+
 def curve_points(page) -> int:
     return page.evaluate("() => Bokeh.documents[0].get_model_by_name('training').data.step.length")
 
@@ -18,12 +23,16 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
     held = split_pairs(pairs, 0.2, 0)[1]
     acc_star = float(oracle_accuracy(held.g_a, held.g_b, held.tau_label))
     page = open_page("reward-model", QUERY)
+    assert "60 pairs sampled from the embedded model" in shown_text(page.locator(".fl-pairs-summary").first)
+    open_tab(page, "2. Train the reward model")  # the model trains whichever part is open; its readings are here
     summary = page.locator(".fl-train-summary").first
     expect(summary).to_contain_text("held-out pairs", timeout=120_000)
     assert f"the ceiling Acc* = {acc_star:.3f}" in shown_text(summary)
     assert curve_points(page) == 20  # one point of the live curve per step (20 steps, read every step)
-    assert "60 pairs sampled from the embedded model" in shown_text(page.locator(".fl-pairs-summary").first)
+    page.wait_for_timeout(300)  # let the plots finish drawing before the picture
+    save_screenshot(page, "reward_model")
 
+    open_tab(page, "1. Preference pairs")
     handle = slider_handle(page, "Pairs shown from")
     handle.focus()
     for _ in range(3):
@@ -32,8 +41,6 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
     expect(pair).to_contain_text("Pair 3.")
     assert f"a (g = {pairs.g_a[3]:+.0f}):" in shown_text(pair) and f"b (g = {pairs.g_b[3]:+.0f}):" in shown_text(pair)
     page.wait_for_function("() => new URLSearchParams(location.search).get('pair') === '3'")
-    page.get_by_text("2. Train the reward model").scroll_into_view_if_needed()  # the curves, readings and probe
-    save_screenshot(page, "reward_model")
     assert console_errors == []
 
 
@@ -41,5 +48,17 @@ def test_shared_link_restores_state(open_page, console_errors, shown_text, slide
     page = open_page("reward-model", QUERY + "&pair=5&tau_label=1&min_count=3")
     expect(page.locator(".fl-pair").first).to_contain_text("Pair 5.", timeout=60_000)
     assert "labelled at τ_label = 1.00" in shown_text(page.locator(".fl-pairs-summary").first)
-    assert slider_value(page, "Embedding for tokens") == "3" and slider_value(page, "Label temperature") == "1"
+    assert slider_value(page, "Label temperature") == "1"
+    open_tab(page, "2. Train the reward model")
+    assert slider_value(page, "Embedding for tokens") == "3"
+    assert console_errors == []
+
+
+def test_a_link_opens_its_section(open_page, console_errors, slider_value):
+    page = open_page("reward-model", QUERY + "&section=sweep")
+    expect(page.locator(".bk-tab.bk-active")).to_have_text("3. Noisier raters (the stretch)", timeout=60_000)
+    expect(page.get_by_text("Accuracy and Acc* as the raters get noisier")).to_be_visible()
+    open_tab(page, "2. Train the reward model")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'training'")
+    assert slider_value(page, "Training steps") == "20"
     assert console_errors == []

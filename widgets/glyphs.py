@@ -1,0 +1,26 @@
+"""Renderers that send the browser one glyph each instead of three.
+
+Bokeh's plotting methods give every renderer two extra copies of its glyph, one drawn when other
+points are selected and one when its legend entry is muted. Plots without a selection tool or a
+muting legend never draw them, yet each is a model the server builds and sends on every visit.
+Set to "auto", BokehJS derives them itself if it ever needs them.
+"""
+
+from __future__ import annotations
+
+from bokeh.models import GlyphRenderer
+
+
+def lean(renderer: GlyphRenderer) -> GlyphRenderer:
+    """`renderer` without its own selection-faded and muted glyphs (the browser derives them)."""
+    renderer.nonselection_glyph = "auto"
+    renderer.muted_glyph = "auto"
+    return renderer
+
+
+def lean_figure(fig):
+    """Every renderer of `fig` made lean; returns `fig`."""
+    for renderer in fig.renderers:
+        if isinstance(renderer, GlyphRenderer):
+            lean(renderer)
+    return fig

@@ -1,0 +1,108 @@
+"""The curves of a language-model run: this tab's run in one colour, earlier runs drawn over it in others.
+
+Each figure reads four ColumnDataSources the page fills: the run's training steps and held-out
+evaluations (one row each), and the overlaid runs' steps and evaluations (one list per run, with
+its colour). The gold score g of a learned reward model is drawn dashed beside the reward; on the
+reward figure its lines are added (`add_gold`) once a run has one, as a page without it would
+draw nothing there (the column is NaN).
+"""
+
+from __future__ import annotations
+
+import html
+
+from bokeh.layouts import gridplot
+from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
+
+from widgets.glyphs import lean_figure
+from widgets.style import OKABE_ITO, plot
+
+LIVE = OKABE_ITO["blue"]
+"""The colour of this tab's run."""
+OVERLAY_COLOURS = tuple(OKABE_ITO[k] for k in ("orange", "green", "vermillion", "purple", "sky", "yellow", "grey"))
+"""Colours of earlier runs drawn over the curves, in the order they are ticked."""
+REWARD_LABEL = "reward R (log-odds)"
+LEARNED_LABEL = "learned reward R and gold g"
+"""The reward axes' label, for a registered reward and for a learned reward model (with its gold score)."""
+CSS = """
+.fl-legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.4em; align-items: center; margin: 0.2em 0.6em; }
+.fl-swatch { display: inline-block; width: 1.6em; height: 0.3em; vertical-align: middle; margin-right: 0.4em; }
+"""
+"""The style sheet of the legend."""
+
+
+def step_figure(column: str, label: str, eval_column: str, y_range, steps: ColumnDataSource, evals: ColumnDataSource,
+                overlay_steps: ColumnDataSource):
+    """One metric over the training steps: the earlier runs, this run's line, its held-out evaluations as diamonds."""
+    fig = plot("training step", label, y_range=y_range if y_range else DataRange1d(), height=260)
+    fig.multi_line("xs", column, source=overlay_steps, line_color="colour", line_width=1.6, line_alpha=0.9)
+    line = fig.line("step", column, source=steps, color=LIVE, line_width=2.5)
+    fig.scatter("step", eval_column, source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
+    fig.add_tools(HoverTool(renderers=[line], tooltips=[("step", "@step"), (label, f"@{column}{{0.000}}")]))
+    return lean_figure(fig)
+
+
+def reward_figure(steps: ColumnDataSource, evals: ColumnDataSource, overlay_steps: ColumnDataSource):
+    """The reward over the steps (the gold score comes with `add_gold`)."""
+    return step_figure("reward", REWARD_LABEL, "reward", None, steps, evals, overlay_steps)
+
+
+def add_gold(fig, steps: ColumnDataSource, evals: ColumnDataSource, overlay_steps: ColumnDataSource) -> None:
+    """The gold score g beside the reward of `fig` (a reward_figure), dashed, in each run's colour; once only."""
+    if fig.select_one({"name": "gold"}) is not None:
+        return
+    fig.multi_line("xs", "gold", source=overlay_steps, line_color="colour", line_width=1.6, line_dash="dashed")
+    gold = fig.line("step", "gold", source=steps, color=LIVE, line_width=2.5, line_dash="dashed", name="gold")
+    fig.scatter("step", "gold", source=evals, marker="square", size=9, color=LIVE, line_color="white")
+    fig.add_tools(HoverTool(renderers=[gold], tooltips=[("step", "@step"), ("gold score g", "@gold{0.000}")]))
+    lean_figure(fig)
+
+
+def curve_figures(steps: ColumnDataSource, evals: ColumnDataSource, overlay_steps: ColumnDataSource,
+                  overlay_evals: ColumnDataSource) -> list:
+    """P(positive), the KL, the entropy and distinct-n over the steps, then the reward over the KL (the last)."""
+    figures = [
+        step_figure(column, label, eval_column, y_range, steps, evals, overlay_steps)
+        for column, label, eval_column, y_range in (
+            ("p_positive", "P(positive)", "p_positive", (0.0, 1.02)),
+            ("kl", "KL to the reference (nats/reply)", "kl_exact", None),
+            ("entropy", "policy entropy (nats/token)", "entropy", None),
+        )
+    ]
+    distinct = plot("training step", "distinct-n of held-out replies", y_range=(0.0, 1.02), height=260)
+    distinct.multi_line("xs", "distinct_1", source=overlay_evals, line_color="colour", line_width=1.6)
+    distinct.multi_line("xs", "distinct_2", source=overlay_evals, line_color="colour", line_width=1.6, line_dash="dashed")
+    distinct.line("step", "distinct_1", source=evals, color=LIVE, line_width=2.5, legend_label="distinct-1")
+    distinct.line("step", "distinct_2", source=evals, color=LIVE, line_width=2.5, line_dash="dashed", legend_label="distinct-2")
+    distinct.scatter("step", "distinct_1", source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
+    distinct.scatter("step", "distinct_2", source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
+    distinct.legend.location = "top_right"
+    figures.append(lean_figure(distinct))
+    # Over the KL (Gao et al. 2023): each training batch a dot, the held-out evaluations (exact KL) joined by lines.
+    over_kl = plot("KL to the reference (nats/reply)", REWARD_LABEL, height=260)
+    over_kl.multi_line("kl_xs", "reward", source=overlay_evals, line_color="colour", line_width=1.6)
+    over_kl.multi_line("kl_xs", "gold", source=overlay_evals, line_color="colour", line_width=1.6, line_dash="dashed")
+    over_kl.scatter("kl", "reward", source=steps, size=4, color=LIVE, alpha=0.35)
+    over_kl.scatter("kl", "gold", source=steps, marker="square", size=4, color=LIVE, alpha=0.35)
+    over_kl.line("kl_exact", "reward", source=evals, color=LIVE, line_width=2.5)
+    over_kl.line("kl_exact", "gold", source=evals, color=LIVE, line_width=2.5, line_dash="dashed", name="gold_over_kl")
+    over_kl.scatter("kl_exact", "reward", source=evals, marker="diamond", size=11, color=LIVE, line_color="white")
+    over_kl.scatter("kl_exact", "gold", source=evals, marker="square", size=9, color=LIVE, line_color="white")
+    figures.append(lean_figure(over_kl))
+    return figures
+
+
+def curve_grid(figures: list):
+    """The figures two to a row, each with its own tools."""
+    return gridplot(figures, ncols=2, sizing_mode="stretch_width", merge_tools=False)
+
+
+def legend_html(labels: list[str] = (), colours: list[str] = (), gold: bool = False) -> str:
+    """What the lines are: this tab's run, each overlaid run by its label, and (`gold`) the dashed gold score."""
+    items = [f'<span><span class="fl-swatch" style="background:{LIVE}"></span>this tab\'s run: each training batch; '
+             f'<span style="color:{LIVE}">◆</span> its held-out evaluations</span>']
+    items += [f'<span><span class="fl-swatch" style="background:{c}"></span>{html.escape(label)}</span>' for label, c in zip(labels, colours)]
+    if gold:
+        items.append(f'<span><span class="fl-swatch" style="background:repeating-linear-gradient(90deg,{LIVE} 0 5px,transparent 5px 9px)">'
+                     "</span>dashed: the gold score g of the same replies</span>")
+    return f'<div class="fl-legend">{"".join(items)}</div>'

@@ -1,0 +1,83 @@
+"""What a language-model run is doing, in sentences: loading, downloading, waiting, running, paused, ended; the device queue.
+
+The functions read an app.model_jobs.LiveState (or the cluster's queue overview) and write one
+HTML paragraph each, for the page's status and queue lines.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+CSS = """
+.fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
+.fl-queue { margin: 0 0.6em; opacity: 0.85; }
+"""
+"""The style sheet of the status and queue lines."""
+
+
+def format_bytes(n: int) -> str:
+    """548105171 -> '548 MB' (decimal units, as the hub shows sizes)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n < 10 * size else f"{n / size:.0f} {unit}"
+    return f"{n} bytes"
+
+
+def status_html(state, label: str) -> str:
+    """The status line of a run under way (`label`: the run as the device queue names it)."""
+    s = state.settings
+    if state.phase == "loading":
+        return (f'<p class="fl-status">Loading: {html.escape(label)} on {state.device or s.device} (the first run '
+                "of a model on a worker reads it from disk)…</p>")
+    if state.phase == "downloading":
+        name, done, total = state.download
+        return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
+                "(once only: it is kept in this machine's Hugging Face cache).</p>")
+    if state.phase == "queued":
+        return (
+            f'<p class="fl-status">Waiting for {state.device}: your run is number {state.position} in line. It starts when '
+            "the runs before it finish or are stopped; closing this tab takes it out of the line.</p>"
+        )
+    if state.phase == "error":
+        return idle_html(state)
+    where = html.escape(str(state.folder))
+    if state.phase == "paused":
+        return (
+            f'<p class="fl-status">Paused after step {state.step} of {s.steps}. The run keeps its place on {state.device}: '
+            f"Resume continues it, Stop ends it and lets waiting runs start. Files: {where}</p>"
+        )
+    times = [m["step_time"] for m in state.metrics[-10:]]
+    pace = ""
+    if times:
+        left = float(np.median(times)) * (s.steps - state.step)
+        pace = f" · {np.median(times):.2f} s per step, about {left / 60:.0f} min of training left" if left >= 60 else f" · {np.median(times):.2f} s per step"
+    return f'<p class="fl-status">Running on {state.device}: {state.step} of {s.steps} steps done{pace} · writing {where}</p>'
+
+
+def idle_html(state) -> str:
+    """The status line when no run is under way: none yet (`state` None), or how the last one ended."""
+    if state is None:
+        return ('<p class="fl-status">No run yet: choose the settings and press Start. On a CPU a step of the seed\'s batch '
+                "(16 prompts × 4 replies × 24 tokens) of the embedded model takes one to a few seconds; try 50 steps first.</p>")
+    if state.folder is None:
+        text = "No run was started."
+    else:
+        done = state.metrics[-1]["step"] if state.metrics else 0
+        where = html.escape(str(state.folder))
+        if done >= state.settings.steps:
+            text = f"Finished: all {done} steps are written to {where}."
+        else:
+            text = f"Stopped after step {done} of {state.settings.steps}; {where} holds every step done."
+    return f'<p class="fl-status">{text}</p>'
+
+
+def queue_html(overview) -> str:
+    """The device queue line: per device (app.cluster.DeviceQueue), what trains and how many wait."""
+    lines = []
+    for q in overview:
+        running = "; ".join(map(html.escape, q.running)) or "nothing"
+        lines.append(f"<b>{q.device}</b>: training {running}; {len(q.waiting)} waiting")
+    text = " · ".join(lines) if lines else "No run is training on this server."
+    return f'<p class="fl-queue">Device queue: {text}</p>'
