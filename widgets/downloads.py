@@ -8,6 +8,8 @@ import io
 import panel as pn
 from bokeh.models import ColumnDataSource
 
+from widgets.glyphs import lean_figure
+
 
 def source_csv(source: ColumnDataSource) -> str:
     """The columns of `source` as CSV text, one row per data point, header first."""
@@ -32,10 +34,11 @@ def csv_download(source: ColumnDataSource, filename: str, label: str = "Download
 
 
 def plot_with_downloads(fig, sources: dict[str, ColumnDataSource], title: str | None = None) -> pn.Column:
-    """The figure with one CSV button per named source beneath it (PNG: the toolbar's save tool)."""
+    """The figure (or layout of figures) with one CSV button per named source beneath it (PNG: the toolbar's
+    save tool); its renderers send one glyph each (widgets.glyphs: no plot here selects or mutes)."""
     buttons = [csv_download(src, f"{name}.csv", f"CSV: {name}") for name, src in sources.items()]
     parts = ([pn.pane.Markdown(f"#### {title}", margin=(0, 10))] if title else []) + [
-        pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
+        pn.pane.Bokeh(lean_figure(fig), sizing_mode="stretch_width"),
         pn.Row(*buttons),
     ]
     return pn.Column(*parts, sizing_mode="stretch_width")

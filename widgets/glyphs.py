@@ -19,8 +19,7 @@ def lean(renderer: GlyphRenderer) -> GlyphRenderer:
 
 
 def lean_figure(fig):
-    """Every renderer of `fig` made lean; returns `fig`."""
-    for renderer in fig.renderers:
-        if isinstance(renderer, GlyphRenderer):
-            lean(renderer)
+    """Every glyph renderer of `fig` (a figure, or a layout of figures) made lean; returns `fig`."""
+    for renderer in fig.select({"type": GlyphRenderer}):
+        lean(renderer)
     return fig

@@ -26,8 +26,9 @@ class LazySections(pn.viewable.Viewer):
     """Tabs whose contents come from `builders` (title -> function returning the section), built on first view.
 
     `section` is the page's selector parameter naming the open section; its objects are the
-    builders' keys in order. `on_open(key)` is called once per section, after it is first built
-    (a page starts the work that feeds it there).
+    builders' keys in order. A section is built when the page is drawn with it open, or when it is
+    opened later; `on_open(key)` is called once per section, after it is first built (a page
+    starts the work that feeds it there).
     """
 
     def __init__(self, section: param.Selector, builders: dict[str, tuple[str, Callable[[], object]]],
@@ -44,7 +45,6 @@ class LazySections(pn.viewable.Viewer):
         )
         self.tabs.param.watch(self._tab_clicked, "active")
         self._owner.param.watch(self._section_changed, self._name)
-        self._build(getattr(self._owner, self._name))
 
     def _index(self) -> int:
         return list(self._builders).index(getattr(self._owner, self._name))
@@ -65,4 +65,6 @@ class LazySections(pn.viewable.Viewer):
             self._on_open(key)
 
     def __panel__(self):
+        # The open section is built when the page is first drawn, not before: a link's section replaces the default.
+        self._build(getattr(self._owner, self._name))
         return self.tabs

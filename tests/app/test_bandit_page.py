@@ -149,6 +149,7 @@ def test_training_curves_and_counts_follow_the_engine():
 
 def test_training_runs_once_its_section_is_opened():
     pg = make()
+    pg.__panel__()  # the page drawn, as a visit draws it
     assert pg.view is None and not pg.run.running and pg.sections.opened == {"estimates"}
     pg.steps = 20  # the axes follow the controls before the section is built
     assert pg.steps_range.end == 20 and pg.view is None

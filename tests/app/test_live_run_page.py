@@ -443,8 +443,10 @@ def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(t
 
 def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_path):
     pg = tiny_page(tmp_path)
+    pg.__panel__()  # the page drawn, as a visit draws it
     assert pg.sections.opened == {"samples"} and pg.curve_figures == []  # a visit builds the newest replies only
     pg.section = "curves"
     assert len(pg.curve_figures) == 5 and pg.sections.tabs.active == 1
     linked = tiny_page(tmp_path, section="runs")  # a link opens its section
+    linked.__panel__()
     assert linked.sections.opened == {"runs"} and linked.sections.tabs.active == 3

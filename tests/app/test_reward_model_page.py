@@ -250,6 +250,7 @@ def test_the_default_pairs_come_from_the_bundle_without_sampling():
 
 def test_the_training_and_the_stretch_are_built_when_first_opened(make_page):
     pg = make_page({"steps": "20"})
+    pg.__panel__()  # the page drawn, as a visit draws it
     assert pg.sections.opened == {"pairs"}  # a visit builds the pairs' part only
     wait(lambda: pg.trained is not None)  # the model trains all the same, its readings waiting in their part
     pg.section = "training"

@@ -86,6 +86,7 @@ def test_zero_noise_third_panel_is_the_exact_critic():
 
 def test_threshold_is_clamped_to_T_with_a_notice():
     pg = page(query={"T": "10", "threshold": "8"})
+    pg.__panel__()  # the page drawn, with its heat map
     assert (pg.T, pg.threshold) == (10, 8) and pg.threshold_slider.end == 10
     pg.T = 5
     assert pg.threshold == 5 and pg.threshold_slider.end == 5

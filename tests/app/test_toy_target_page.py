@@ -126,6 +126,8 @@ def test_training_curves_are_the_engines():
 
 def test_training_runs_once_its_section_is_opened():
     pg = ready(QUICK)
+    assert pg.sections.opened == set()  # nothing is built before the page is drawn
+    pg.__panel__()
     assert pg.training is None and pg.sections.opened == {"figure2"}
     pg.section = "training"
     pg.training_run.join()

@@ -77,7 +77,7 @@ def test_a_run_killed_with_the_server_is_intact_and_listed_as_interrupted_after_
 
 
 def test_an_emptied_number_box_is_one_sentence_and_the_page_goes_on(open_page, console_errors):
-    page = open_page("token-world")
+    page = open_page("token-world", "?section=training")
     box = page.locator(".bk-input-group", has=page.locator("label", has_text="Training seeds")).locator("input").first
     box.fill("")
     box.press("Enter")

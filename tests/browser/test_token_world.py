@@ -31,7 +31,7 @@ def test_page_loads_with_the_seed_numbers(open_page, console_errors, shown_text,
     assert "tokens ABABAA, reward at the end = 1" in shown_text(table)
     assert shown_text(table.locator("tbody tr").first) == "0 (0, 0) A 0 0.563 0.577 +0.014 +0.327 +0.138"
     page.locator(".bk-tab", has_text="GAE: bias² and variance against λ").click()
-    expect(page.locator(".bk-Canvas")).to_have_count(3)  # the three λ panels (a hidden tab is not in the page)
+    expect(page.locator(".bk-Canvas")).to_have_count(4)  # the heat map (its tab now hidden) and the three λ panels
     page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'lambda'")
     page.wait_for_timeout(400)  # let the plots finish drawing before the picture
     save_screenshot(page, "token_world")
@@ -65,7 +65,7 @@ def test_shared_link_restores_state(open_page, console_errors, shown_text, slide
     page = open_page("token-world", "?T=8&threshold=5&p_a=0.7&lam=0.5&critic_noise=0.1&gamma=0.9&seed=3&reply=sampled&episode_seed=11&section=lambda")
     assert shown_text(page.locator(".fl-summary").first) == expected_sentence(8, 5, 0.7, 0.5, 0.1, 0.9, 3)
     assert slider_value(page, "Tokens per reply T") == "8"
-    expect(page.locator(".bk-Canvas")).to_have_count(3)  # the link opened the λ panels' section
+    expect(page.locator(".bk-Canvas")).to_have_count(3)  # the link opened the λ panels' section, and built no other
     page.locator(".bk-tab", has_text="One episode").click()
     expect(page.get_by_text(re.compile(r"episode seed 11, 8 tokens from the policy"))).to_be_visible()
     assert page.get_by_text("in the link was ignored").count() == 0
