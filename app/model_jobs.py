@@ -12,7 +12,8 @@ the web process); what happens on the device happens here, in functions a Dask w
   training and tau_label sweep (seed 001 sections 6 to 8). The web process keeps the newest
   results under the settings that made them (MODELS), so a second learner asking for the same
   gets it at once.
-- `frontier_progress`: the KL page's sampled frontier (seed 000 section 6.12).
+- `frontier_progress`, `frontier_views`: the KL page's sampled frontier (seed 000 section 6.12),
+  and the live runs it is drawn against (`live_runs`).
 
 Every worker-side function is a generator of picklable snapshots, handed to `Cluster.submit`.
 """
@@ -20,6 +21,7 @@ Every worker-side function is a generator of picklable snapshots, handed to `Clu
 from __future__ import annotations
 
 import copy
+import html
 import itertools
 import threading
 from collections.abc import Iterator
@@ -28,11 +30,29 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cluster import POLL_SECONDS, Cluster, Job, Paused, Queued, Started, WorkerDied, current
+import app.runs
+from app.cluster import (
+    POLL_SECONDS,
+    Cluster,
+    Job,
+    Paused,
+    Queued,
+    Started,
+    WorkerDied,
+    current,
+)
 from app.model_cache import MODELS, ModelCache
-from app.runs import RunWriter, eval_record, new_run_id, read_jsonl, run_config, step_record
+from app.runs import (
+    RunWriter,
+    eval_record,
+    new_run_id,
+    read_jsonl,
+    run_config,
+    step_record,
+)
+from engines.kl_optimal import SampledFrontier, sampled_frontier
 from engines.lm.results import EvalResult, Sample, StepResult
-from engines.lm.settings import EMBEDDED, LMSettings
+from engines.lm.settings import EMBEDDED, LMFrontierSettings, LMSettings
 
 TRAINING_DEVICE = "cpu"
 """Where reward models train: a small transformer on short texts, quicker on the CPU than a GPU round trip."""
@@ -426,3 +446,63 @@ def frontier_progress(settings, cluster: Cluster | None = None) -> Iterator:
         if not isinstance(progress, Started):
             yield progress
 
+
+FRONTIER_DEFAULTS = LMFrontierSettings()
+"""The sampled frontier's defaults: the live run's model, reward and replies, M prompts, m replies, the seed."""
+SOURCE_KEYS = ("model", "reward", "T", "prompt_tokens", "prompt_set")
+"""The run settings a frontier depends on: runs that share them are drawn over the same frontier."""
+LM_SOURCE = {key: getattr(FRONTIER_DEFAULTS, key) for key in SOURCE_KEYS}
+"""The default source: the live run's default model, reward and replies."""
+LM_BETAS = np.geomspace(1e-3, 1e3, 301)
+"""The beta sweep of the sampled frontier: from pi* on the best sample (KL near log m) to the reference (KL near 0)."""
+
+
+def run_source(run) -> dict:
+    """What a run's frontier depends on, from its config.json (defaults for settings an older run lacks)."""
+    settings = run.config.get("settings", {})
+    return {key: settings.get(key, LM_SOURCE[key]) for key in SOURCE_KEYS}
+
+
+def live_runs(root: Path | str | None = None):
+    """The run folders under `root` (default: the live-run page's) that have held-out evaluations, oldest first."""
+    return [run for run in app.runs.list_runs(app.runs.RUNS_DIR if root is None else root)
+            if any("kl_exact" in e for e in run.evals)]
+
+
+@dataclass(frozen=True)
+class FrontierView:
+    """What the sampled-frontier worker reports: progress, the frontier so far, or a failure."""
+
+    done: int = 0
+    """Prompts sampled and scored."""
+    total: int = 0
+    """Prompts asked for."""
+    samples: int = 0
+    """Replies m per prompt."""
+    seconds: float = 0.0
+    """Seconds spent sampling and scoring."""
+    frontier: SampledFrontier | None = None
+    """The frontier of the prompts done, or None while loading."""
+    best_reply: str = ""
+    """The best sample for the first prompt (pi* as beta -> 0), with its prompt."""
+    message: str = ""
+    """One sentence when the work failed."""
+
+
+def frontier_views(source: dict, prompts: int, samples: int, seed: int, cluster: Cluster | None = None) -> Iterator:
+    """Wait for the device on the cluster (Queued snapshots), then sample and score there (the worker loads the
+    model and the reward once): a FrontierView per batch. Torch is never imported in this process."""
+    yield FrontierView(total=prompts, samples=samples)
+    try:
+        settings = LMFrontierSettings(prompts=prompts, samples=samples, seed=seed, **source)
+        for progress in frontier_progress(settings, cluster):
+            if isinstance(progress, Queued):
+                yield progress
+                continue
+            yield FrontierView(
+                done=len(progress.prompts), total=prompts, samples=samples, seconds=progress.seconds,
+                frontier=sampled_frontier(progress.rewards, LM_BETAS),
+                best_reply=f"{html.escape(progress.prompts[0])}<b>{html.escape(progress.best_replies[0])}</b>",
+            )
+    except (ValueError, OSError, RuntimeError) as error:  # a model that cannot be loaded (ModelNotAvailable), a dead worker
+        yield FrontierView(total=prompts, samples=samples, message=str(error))

@@ -230,19 +230,29 @@ class MonteCarlo:
     """Sample total variance at the measured b*, on the same samples."""
 
 
+def one_sample_arms(means, sd: float, theta, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """N one-sample draws, seed 000 section 6.5's first lines vectorised:
+
+        a_i ~ pi,   r_i = mu_{a_i} + sd eps_i
+
+    Returns the ratings r (N,) and the arms drawn a (N,); `one_sample_draws` adds their scores.
+    """
+    mu = np.asarray(means, dtype=float)
+    rng = np.random.default_rng(seed)
+    a = rng.choice(len(mu), size=samples, p=softmax(np.asarray(theta, dtype=float)))  # (N,) sampled replies
+    r = mu[a] + sd * rng.standard_normal(samples)  # (N,) their noisy ratings
+    return r, a
+
+
 def one_sample_draws(means, sd: float, theta, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """N one-sample draws, seed 000 section 6.5's first four lines vectorised:
+    """N one-sample draws with their scores, seed 000 section 6.5's first four lines vectorised:
 
         a_i ~ pi,   r_i = mu_{a_i} + sd eps_i,   s_i = onehot(a_i) - pi
 
     Returns the ratings r (N,) and score vectors s (N, K); the estimate for a baseline b
-    is (r_i - b) s_i. The same seed gives the same draws as `monte_carlo`.
+    is (r_i - b) s_i. The same seed gives the same draws as `monte_carlo` and `one_sample_arms`.
     """
-    mu = np.asarray(means, dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    rng = np.random.default_rng(seed)
-    a = rng.choice(len(mu), size=samples, p=softmax(theta))  # (N,) sampled replies
-    r = mu[a] + sd * rng.standard_normal(samples)  # (N,) their noisy ratings
+    r, a = one_sample_arms(means, sd, theta, samples, seed)
     return r, softmax_score(theta, a)  # (N,), (N, K)
 
 
@@ -263,19 +273,27 @@ class ArmSums:
     """Per-arm power sums of the ratings, P[p, k] = sum_{i: a_i = k} r_i^p for p = 0 to 4 (p = 0: the counts), (5, K)."""
 
 
-def arm_sums(r: np.ndarray, s: np.ndarray) -> ArmSums:
-    """Ratings r (N,) and scores s (N, K) of `one_sample_draws` reduced to per-arm sums: one pass over the draws."""
-    N, K = s.shape
-    a = np.flatnonzero(s.ravel() > 0) % K  # (N,) the arm drawn: 1 - pi_a is the only positive entry of s_i
-    S = s[[np.argmax(a == k) for k in range(K)]]  # (K, K) the score of an i that drew each arm
+def arm_sums(r: np.ndarray, a: np.ndarray, theta) -> ArmSums:
+    """Ratings r (N,) and arms a (N,) of `one_sample_arms` under the policy softmax(theta), reduced to
+    per-arm sums: one pass over the draws."""
+    K = len(theta)
+    return _sums(r, a, softmax_score(theta, np.arange(K)))  # row k: onehot(k) - pi, as in s_i of an i that drew k
+
+
+def _sums(r: np.ndarray, a: np.ndarray, S: np.ndarray) -> ArmSums:
+    """The per-arm power sums of the ratings r (N,) over the arms a (N,), with the arms' scores S (K, K)."""
+    N, K = len(r), S.shape[0]
     r2 = r * r
     P = np.stack([np.bincount(a, weights=w, minlength=K) for w in (np.ones(N), r, r2, r2 * r, r2 * r2)])  # (5, K)
     return ArmSums(S=S, P=P)
 
 
 def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
-    """`summarise_sums` of the draws' `arm_sums`: every baseline b's summary of g_i(b) = (r_i - b) s_i."""
-    return summarise_sums(arm_sums(r, s), b)
+    """`summarise_sums` of ratings r (N,) and scores s (N, K): every baseline b's summary of g_i(b) = (r_i - b) s_i."""
+    K = s.shape[1]
+    a = np.flatnonzero(s.ravel() > 0) % K  # (N,) the arm drawn: 1 - pi_a is the only positive entry of s_i
+    S = s[[np.argmax(a == k) for k in range(K)]]  # (K, K) the score of an i that drew each arm
+    return summarise_sums(_sums(r, a, S), b)
 
 
 def summarise_sums(sums: ArmSums, b) -> MonteCarlo:

@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import cached_property, partial
 
 import panel as pn
 import param
@@ -215,13 +215,24 @@ class StreamingCurve(pn.viewable.Viewer):
         super().__init__(**params)
         self.steps, self.to_data, self.progress_of = steps, to_data, progress
         self.source = ColumnDataSource({x: [], **{col: [] for col in lines}}, name=name)
-        self.figure = plot(x_label, y_label, y_range=y_range)
-        for col, colour in zip(lines, OKABE_ITO.values()):
-            self.figure.line(x, col, source=self.source, color=colour, line_width=2, legend_label=lines[col])
-        self.figure.legend.location = "bottom_right"
+        self._plot = (x, lines, x_label, y_label, y_range, name)
         self.run = StreamingRun(self._apply, self._done, time_limit=time_limit)
         self.controls = RunControls(self.start, self.stop, seed=seed)
-        self._layout = pn.Column(self.controls, self.run.notice, plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
+
+    @cached_property
+    def figure(self):
+        """The plot, built when the curve is first shown (a page section not opened yet costs no figure)."""
+        x, lines, x_label, y_label, y_range, _ = self._plot
+        fig = plot(x_label, y_label, y_range=y_range)
+        for col, colour in zip(lines, OKABE_ITO.values()):
+            fig.line(x, col, source=self.source, color=colour, line_width=2, legend_label=lines[col])
+        fig.legend.location = "bottom_right"
+        return fig
+
+    @cached_property
+    def _layout(self) -> pn.Column:
+        name = self._plot[-1]
+        return pn.Column(self.controls, self.run.notice, plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
 
     def start(self) -> None:
         """Start a fresh run, replacing any run under way (a newer setting cancels stale work)."""

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from app.runs import REWARD_MODELS, RUNS_DIR
-from engines.bradley_terry import Normalizer, oracle_accuracy
+from engines.bradley_terry import Normalizer
 from engines.lm.preferences import PreferencePairs, split_pairs
 from engines.lm.reward_model import (PROBE_PROMPT, RewardModelSettings, TrainedRewardModel, iter_tau_sweep, load_reward_model,
                                      probe, save_reward_model, train_reward_model)

@@ -17,11 +17,35 @@ from dataclasses import dataclass, replace
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, FactorRange, Legend, LegendItem, Range1d, Span
+from bokeh.models import (
+    ColumnDataSource,
+    FactorRange,
+    Legend,
+    LegendItem,
+    Range1d,
+    Span,
+)
 from bokeh.transform import dodge
 
 from app import limits
 from app.results_cache import RESULTS
+from app.text.bandit import (
+    ARM_CHOICES,
+    ARM_EXPLANATION,
+    ARM_QUESTION,
+    EQUATION,
+    INTRO,
+    NOTICE,
+    PREDICT,
+    PREDICT_CHOICES,
+    PREDICT_EXPLANATION,
+    TABLE_CSS,
+    TRAIN_NAMES,
+    WHY,
+    summary_text,
+    training_table,
+    variance_ratio,
+)
 from engines.bandit import (
     BASELINES,
     MEANS,
@@ -31,7 +55,7 @@ from engines.bandit import (
     exact_gradient,
     exact_total_variance,
     expected_return,
-    one_sample_draws,
+    one_sample_arms,
     optimal_baseline,
     summarise_sums,
     training_snapshots,
@@ -64,70 +88,12 @@ RESTART_DELAY_MS = 300
 """Quiet time after the last change of a training control before the run restarts."""
 COLOURS = {"exact": OKABE_ITO["grey"], "none": OKABE_ITO["orange"], "b": OKABE_ITO["blue"], "b_star": OKABE_ITO["green"]}
 TRAIN_COLOURS = dict(zip(BASELINES, (OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["green"])))
-TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
 CONTROLS = ("mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "b", "samples", "seed", "arm", "seeds", "steps", "lr", "train_seed", "section")
 """Every control, in the order of the query string."""
 ANALYTIC = {"mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "samples", "seed"}
 """Controls that change the samples (and so every analytic panel)."""
 TRAINING = {"mu1", "mu2", "mu3", "mu4", "sd", "seeds", "steps", "lr", "train_seed"}
 """Controls of the training run: changing one restarts it."""
-
-WHY = (
-    "A bandit is the smallest setting in which a policy learns from ratings alone: one prompt, four possible "
-    "replies, a noisy score for the one it wrote. It is small enough that the exact gradient and its exact "
-    "variance are known, so the two claims every later method leans on can be checked rather than believed: "
-    "a baseline takes noise out of REINFORCE without biasing it, and without one training can settle on a "
-    "worse reply."
-)
-INTRO = (
-    "One prompt has four possible replies, the arms of a bandit. The policy is a softmax over four logits θ, "
-    "and reply k earns a noisy rating r with mean μ_k. One sampled reply gives the REINFORCE estimate of the "
-    "gradient of the expected return J = Σ π_k μ_k: the score vector onehot(a) − π times the rating minus a "
-    "baseline b. Here J is a small sum, so the exact gradient π_k(μ_k − J), the exact variance of the estimate "
-    "and the best constant baseline b* are known, and a Monte Carlo run with N samples checks them."
-)
-EQUATION = (
-    r"\begin{gathered}\nabla_\theta \log \pi_a = \mathrm{onehot}(a) - \pi, \qquad "
-    r"\hat g = (r - b)\,\big(\mathrm{onehot}(a) - \pi\big), \qquad "
-    r"\frac{\partial J}{\partial \theta_k} = \pi_k(\mu_k - J) \\ "
-    r"b^{*} = \frac{\mathbb{E}\big[r\,\lVert \nabla_\theta \log \pi_a \rVert^2\big]}{\mathbb{E}\big[\lVert \nabla_\theta \log \pi_a \rVert^2\big]}"
-    r"\end{gathered}"
-)
-NOTICE = (
-    "The Monte Carlo means with and without the baseline both sit on the exact gradient, whatever b is: a "
-    "baseline adds no bias. The total variance is a parabola in b with its bottom at b* (close to J); in "
-    "training, without a baseline some seeds lock onto a worse arm, with either baseline hardly any do."
-)
-PREDICT = (
-    "Subtracting b = 6.5 from every rating: will it change the average of the 200,000 estimates? "
-    "Will it change their spread? Answer both before you look at the panels."
-)
-PREDICT_CHOICES = {"neither": "neither", "mean": "the average only", "spread": "the spread only", "both": "both"}
-PREDICT_EXPLANATION = (
-    "Only the spread. The baseline multiplies the score vector, and the score averages to zero under the "
-    "policy, so b adds nothing on average: the Monte Carlo means with and without it both sit on the exact "
-    "gradient. The spread is another matter. Every rating here lies between about 4 and 9, so without a "
-    "baseline each sample pushes its own reply up by an amount that hardly depends on how good the reply was. "
-    "With b near J the push says “better or worse than usual”, and the total variance falls many-fold; it "
-    "is lowest at b*."
-)
-ARM_QUESTION = (
-    "Every seed starts from the uniform policy and takes 400 steps of one sample each, learning rate 0.05, "
-    "on the arms above. Without a baseline, where do the 200 seeds end up?"
-)
-ARM_CHOICES = {
-    "all": "all on the best reply, arm 4, only more slowly than with a baseline",
-    "most": "most on arm 4, but dozens settle on a worse arm",
-    "chance": "spread over the four arms about evenly",
-}
-ARM_EXPLANATION = (
-    "Most find arm 4, but not all. Every rating is positive, so without a baseline the sampled arm is always "
-    "pushed up; the likelier it becomes, the more often it is sampled and pushed again. The better arms win on "
-    "average, because their pushes are a little larger, but a run that favours a worse arm early can stop "
-    "trying the others before the evidence that would correct it arrives. With either baseline an arm is "
-    "pushed up only when it does better than usual, and the seeds end on arm 4. Compare the bars and the "
-    "last column of the table."
-)
 
 
 def theta_of(prefer: int, logit: float) -> tuple[float, ...]:
@@ -138,18 +104,6 @@ def theta_of(prefer: int, logit: float) -> tuple[float, ...]:
 def labelled(buttons: pn.widgets.RadioButtonGroup) -> pn.Column:
     """A button group under its parameter's label (button groups draw no title of their own)."""
     return pn.Column(pn.pane.Markdown(buttons.name, margin=(0, 10, -10, 10)), buttons, align="end")
-
-
-def _vector(x) -> str:
-    return "(" + ", ".join(f"{v:.3g}" for v in np.asarray(x, dtype=float)) + ")"
-
-
-def _ratio(num: float, den: float) -> float:
-    return num / den if den > 0 else float("inf")
-
-
-# ---------------------------------------------------------------------------------------
-# Training: the three baselines side by side, as plot columns built on the worker thread
 
 
 @dataclass(frozen=True)
@@ -211,33 +165,9 @@ def training_views(settings: BanditTrainingSettings, every: int) -> Iterator[Tra
         )
 
 
-def training_table(view: TrainingView | None) -> str:
-    """The seed's training printout as a table: one row per baseline at the current step."""
-    if view is None:
-        return '<p class="fl-training">Training has not run yet: press Start.</p>'
-    rows = "".join(
-        f"<tr><td>{TRAIN_NAMES[b]}</td><td>{s['mean_J']:.3f}</td><td>{s['p10']:.3f} to {s['p90']:.3f}</td>"
-        f"<td>{100 * s['above_half']:.0f}%</td><td>{100 * s['below_tenth']:.0f}%</td>"
-        f"<td>{s['worse']} of {view.settings.seeds}</td><td>{s['counts']}</td></tr>"
-        for b, s in view.stats.items()
-    )
-    return (
-        f'<table class="fl-training"><caption>After step {view.step} of {view.settings.steps}, {view.settings.seeds} seeds</caption>'
-        "<thead><tr><th>baseline</th><th>mean J</th><th>10th to 90th percentile</th><th>P(best) &gt; 0.5</th>"
-        "<th>P(best) &lt; 0.1</th><th>seeds on a worse arm</th><th>most likely arm: seeds</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
-
-
 EMPTY_CURVES = {"step": []} | {f"{b}_{c}": [] for b in BASELINES for c in ("mean", "p10", "p90")}
 EMPTY_ARMS = {"arm": [], **{b: [] for b in BASELINES}}
 """The training plots' columns before a run has delivered its first steps."""
-
-TABLE_CSS = """
-.fl-training { border-collapse: collapse; margin: 0.3em 0.6em; font-variant-numeric: tabular-nums; }
-.fl-training caption { caption-side: top; text-align: left; opacity: 0.8; }
-.fl-training th, .fl-training td { padding: 0.2em 0.7em; border-bottom: 1px solid rgba(128, 128, 128, 0.4); text-align: left; }
-"""
 
 
 class BanditPage(pn.viewable.Viewer):
@@ -417,7 +347,7 @@ class BanditPage(pn.viewable.Viewer):
         # The draws and their per-arm sums depend on everything but b: computed once per process for
         # these settings and seed (app.results_cache); any baseline's summary is then O(K), no pass
         # over the draws, so a move of b costs no Monte Carlo work at all.
-        self.draws = RESULTS.get(one_sample_draws, mu, sd, theta, self.samples, self.seed)
+        self.draws = RESULTS.get(one_sample_arms, mu, sd, theta, self.samples, self.seed)
         sums = RESULTS.get(draw_sums, mu, sd, theta, self.samples, self.seed)
         mc = summarise_sums(sums, (0.0, self.b))
         self.mc = mc
@@ -453,16 +383,17 @@ class BanditPage(pn.viewable.Viewer):
             "exact_b": exact_b,
             "mc_none": mc.total_variance[0],
             "mc_b": mc.total_variance[1],
-            "ratio": _ratio(exact_none, exact_b),
-            "mc_ratio": _ratio(mc.total_variance[0], mc.total_variance[1]),
+            "ratio": variance_ratio(exact_none, exact_b),
+            "mc_ratio": variance_ratio(mc.total_variance[0], mc.total_variance[1]),
         }
         self.metrics.update(**numbers)
         self.summary.object = f'<p class="fl-summary">{summary_text(self.means, self.sd, self.theta, self.b, self.samples, self.seed, mc)}</p>'
 
     def _update_histogram(self):
-        r, s = self.draws
+        r, a = self.draws
         k = self.arm - 1
-        none, baseline = r * s[:, k], (r - self.b) * s[:, k]  # ĝ_k with b = 0 and with b, same samples
+        score_k = (a == k) - softmax(np.asarray(self.theta, dtype=float))[k]  # (N,) s_ik = 1[a_i = k] - pi_k
+        none, baseline = r * score_k, (r - self.b) * score_k  # ĝ_k with b = 0 and with b, same samples
         span = (min(none.min(), baseline.min()), max(none.max(), baseline.max()))  # shared bins (equal widths: numpy's fast path)
         counts_none, edges = np.histogram(none, bins=BINS, range=span)
         self.histogram.data = {
@@ -618,19 +549,7 @@ class BanditPage(pn.viewable.Viewer):
 
 def draw_sums(means, sd: float, theta, samples: int, seed: int) -> ArmSums:
     """The per-arm sums of the page's draws for these settings (the draws themselves from the results cache)."""
-    return arm_sums(*RESULTS.get(one_sample_draws, means, sd, theta, samples, seed))
-
-
-def summary_text(means, sd: float, theta, b: float, samples: int, seed: int, mc) -> str:
-    """The sentence under the controls, as the seed's Monte Carlo check reports it."""
-    pi = softmax(np.asarray(theta, dtype=float))
-    J = float(expected_return(means, theta))
-    v0, vb = mc.total_variance[:2]  # b = 0 and the current b come first
-    return (
-        f"At θ = {_vector(theta)} the policy is π = {_vector(pi)} and J = {J:.3f}. With {samples:,} samples "
-        f"(seed {seed}) the total variance of one estimate is <strong>{v0:.3f}</strong> without a baseline and "
-        f"<strong>{vb:.3f}</strong> with b = {b:g}, ratio {_ratio(v0, vb):.1f}×; the measured b* is {mc.b_star:.3f}."
-    )
+    return arm_sums(*RESULTS.get(one_sample_arms, means, sd, theta, samples, seed), theta)
 
 
 def page(query: dict[str, str] | None = None) -> BanditPage:

@@ -25,6 +25,23 @@ import param
 from bokeh.models import ColumnDataSource, Span
 
 from app import limits
+from app.text.toy_target import (
+    EQUATION,
+    INTRO,
+    NOTICE,
+    PREDICT,
+    RANKING_ANSWER,
+    RANKING_CHOICES,
+    RANKING_EXPLANATION,
+    START_CHOICES,
+    START_QUESTION,
+    TABLE_CSS,
+    WHY,
+    check_yourself_text,
+    summary_text,
+    training_html,
+    variance_table_html,
+)
 from engines.toy_target import (
     ESTIMATORS,
     ToyTargetSettings,
@@ -52,7 +69,7 @@ from widgets.url_state import sync_url
 TITLE = "The toy target task"
 SUMMARY = "REINFORCE on a task small enough to enumerate: estimates against the exact gradient, and what a baseline buys."
 
-T, V = 6, 8
+T, V = ToyTargetSettings.T, ToyTargetSettings.V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
 THETA = np.zeros((T, V, V))
 """The uniform starting policy, where Exercise 2 and Figure 2 measure."""
@@ -66,79 +83,6 @@ COLOURS = dict(zip(ESTIMATORS, (OKABE_ITO["grey"], OKABE_ITO["blue"], OKABE_ITO[
 ACTIVE = np.ones((T, V, V), dtype=bool)
 ACTIVE[0, 1:] = False  # step 1 reads only the start context c = 0; the other rows never move
 """The coordinates of theta that can have a gradient (328 of 384)."""
-TABLE_CSS = """
-.fl-table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.3em 0.6em; }
-.fl-table th, .fl-table td { padding: 0.25em 0.9em; text-align: right; border-bottom: 1px solid rgba(128, 128, 128, 0.35); }
-.fl-table th:first-child, .fl-table td:first-child { text-align: left; }
-"""
-
-WHY = (
-    "The baselines page made its point with two actions. Here the same questions are asked of a real policy "
-    "that writes sequences: which estimators of the gradient are unbiased, how much noise a baseline and "
-    "per-token credit take away, and whether less noise makes training faster. The task is small enough "
-    "(262,144 responses) that the exact gradient is known, so every answer is a measurement against the truth."
-)
-INTRO = (
-    "The first half of Lab 9 trains a policy whose optimum you know. It writes T = 6 symbols from a "
-    "vocabulary of 8, each from a softmax over logits θ[t, y_{t−1}] (a bigram policy), and earns the "
-    "fraction of positions that match a hidden target y*. The uniform start earns J = 1/8, the optimum 1. "
-    "With 8⁶ responses the exact gradient of J is a sum the page can do, so every estimate below is set "
-    "beside the truth. REINFORCE (equation 5) averages N sampled responses; the leave-one-out baseline "
-    "(equation 9) subtracts the mean reward of the other samples; token-level rewards r_t = 1[y_t = y*_t]/T "
-    "weight each symbol by its reward-to-go G_t only (equation 10)."
-)
-EQUATION = (
-    r"\hat g = \frac{1}{N}\sum_{i=1}^{N} R_i\,\nabla_\theta \log \pi_\theta(y^{(i)}), \quad "
-    r"b^{(i)} = \frac{1}{N-1}\sum_{j\neq i} R_j, \quad "
-    r"\nabla_\theta J = \mathbb{E}\Big[\sum_{t=1}^{T} (G_t - b_t)\,\nabla_\theta \log \pi_\theta(y_t \mid s_t)\Big]"
-)
-NOTICE = (
-    "Every estimator's mean lies on the exact gradient (the batch mean's is shrunk by 1 − 1/N); what the "
-    "baseline and the reward-to-go change is the spread, and the training runs with less spread reach "
-    "J ≥ 0.9 sooner and more often."
-)
-PREDICT = (
-    "Before the table fills in: rank no baseline, leave-one-out and token-level rewards by the total variance "
-    "of one estimate at N = 16, largest first."
-)
-RANKING_CHOICES = {
-    "none-loo-token": "no baseline, then leave-one-out, then token-level rewards",
-    "none-token-loo": "no baseline, then token-level rewards, then leave-one-out",
-    "loo-none-token": "leave-one-out, then no baseline, then token-level rewards",
-    "same": "all about the same: these choices move the mean, not the spread",
-}
-RANKING_ANSWER = "none-loo-token"
-"""The ranking of the exact total variances at N = 16 (tests/app/test_toy_target_page.py checks it)."""
-RANKING_EXPLANATION = (
-    "No baseline is the noisiest. Every reward is positive (1/8 on average at the start), so each sample "
-    "pushes its own symbols up whatever it scored. The leave-one-out baseline removes that common level. "
-    "Token-level rewards remove another part of the noise: each symbol is credited only with the matches at "
-    "its own position and later, not with those made before it, which it could not affect; at N = 16 that "
-    "takes away a little more than the baseline does. None of them moves the mean (only the batch mean "
-    "shrinks it, by 1 − 1/N), and the last row, both together, is the quietest of all."
-)
-
-
-def check_yourself_text() -> str:
-    """Section 2's check-yourself at the uniform policy: log pi(y) = T log(1/V), an exact match 1/V^T."""
-    return (
-        f"At the uniform start every response has log π(y) = {T} log(1/{V}) = "
-        f"**{T * math.log(1 / V):.2f}**, and the policy writes the target exactly with probability "
-        f"(1/{V})^{T} = **1/{V**T:,}**, about {V**-T:.1e}. An all-or-nothing reward would leave almost every "
-        f"batch of 64 at zero, and zeros say nothing about which way is better; the fraction of matching "
-        f"positions differs from sample to sample from the first step, so there is a signal to follow."
-    )
-
-
-START_QUESTION = (
-    f"The policy starts uniform: every symbol has probability 1/{V} at each of the {T} steps. What is log π(y) "
-    "of a response, and how likely is the policy to write the target y* exactly?"
-)
-START_CHOICES = {
-    "every": f"log π(y) = {T * math.log(1 / V):.2f} for every response; an exact match has probability 1/{V**T:,}",
-    "per-step": f"log π(y) = {math.log(1 / V):.2f} for every response; an exact match has probability 1/{V}",
-    "depends": "log π(y) depends on how close the response is to the target",
-}
 
 
 @lru_cache(maxsize=64)
@@ -240,11 +184,6 @@ def draw_batches(samples: int, batches: int, target_seed: int, seed: int, chunk:
 def histogram(x: np.ndarray, edges: np.ndarray) -> dict:
     counts, _ = np.histogram(x, edges)
     return {"left": edges[:-1], "right": edges[1:], "count": counts}
-
-
-def steps_text(steps: np.ndarray) -> str:
-    """Steps to the threshold per seed, "–" where a run has not reached it."""
-    return " ".join("–" if s < 0 else str(int(s)) for s in steps)
 
 
 class ToyTargetPage(pn.viewable.Viewer):
@@ -552,47 +491,6 @@ class ToyTargetPage(pn.viewable.Viewer):
             self.sections,
             sizing_mode="stretch_width",
         )
-
-
-def summary_text(coord: tuple, b: Batches, estimator: str, x_none: np.ndarray, x_other: np.ndarray) -> str:
-    """The sentence under the controls: the coordinate, its exact gradient, both estimators' mean and sd."""
-    t, c, k = coord
-    context = "the start" if t == 0 else f"y_{{t−1}} = {c}"
-    return (
-        f"Step {t + 1}, context {context}, symbol {k}: exact gradient <strong>{b.exact[coord]:.4f}</strong>. "
-        f"Over {b.drawn} batches of N = {b.samples} (seed {b.seed}) the mean estimate is "
-        f"<strong>{x_none.mean():.4f}</strong> without a baseline (sd {sd_and_se(x_none)[0]:.3f}) and "
-        f"<strong>{x_other.mean():.4f}</strong> with {ESTIMATORS[estimator]} (sd {sd_and_se(x_other)[0]:.3f})."
-    )
-
-
-def variance_table_html(rows: list[dict], b: Batches) -> str:
-    """Exercise 2's table: measured total variance ± SE beside the exact one, and the ratio to no baseline."""
-    base = rows[0]["exact"]
-    body = "".join(
-        f'<tr data-estimator="{r["estimator"]}"><td>{r["label"]}</td><td>{r["measured"]:.5f} ± {r["se"]:.5f}</td>'
-        f'<td>{r["exact"]:.5f}</td><td>{r["exact"] / base:.2f}</td></tr>'
-        for r in rows
-    )
-    return (
-        f'<table class="fl-table"><thead><tr><th>estimator ({b.drawn} batches, N = {b.samples})</th>'
-        "<th>measured total variance ± SE</th><th>exact</th><th>exact ÷ no baseline</th></tr></thead>"
-        f"<tbody>{body}</tbody></table>"
-    )
-
-
-def training_html(snapshot: TrainingSnapshot, steps: int) -> str:
-    """Steps to J >= 0.9 per seed and the share of seeds that got there, per estimator."""
-    S = snapshot.J.shape[1]
-    body = "".join(
-        f'<tr data-estimator="{name}"><td>{ESTIMATORS[name]}</td><td>{steps_text(snapshot.steps_to_threshold[e])}</td>'
-        f"<td>{int((snapshot.steps_to_threshold[e] >= 0).sum())}/{S}</td><td>{snapshot.J[e, :, -1].mean():.3f}</td></tr>"
-        for e, name in enumerate(snapshot.estimators)
-    )
-    return (
-        f'<table class="fl-table"><thead><tr><th>after {snapshot.step} of {steps} steps</th><th>steps to J ≥ 0.9, per seed</th>'
-        f"<th>reached</th><th>mean J now</th></tr></thead><tbody>{body}</tbody></table>"
-    )
 
 
 def page(query: dict[str, str] | None = None) -> ToyTargetPage:

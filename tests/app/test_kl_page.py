@@ -7,19 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.pages.kl import (
-    FRONTIER_BETAS,
-    LM_BETAS,
-    LM_SOURCE,
-    KLPage,
-    beta_of,
-    contains_best,
-    page,
-    probability_text,
-    reference_without,
-    reply_space,
-    source_label,
-)
+from app.model_jobs import LM_BETAS, LM_SOURCE
+from app.pages.kl import FRONTIER_BETAS, KLPage, beta_of, page, reference_without, reply_space
+from app.text.kl import contains_best, probability_text, source_label
 from engines.kl_optimal import (
     REFERENCE,
     ReplySpaceSettings,
@@ -149,16 +139,17 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
 
 
 def test_the_predictions_guard_the_frontier_and_the_zero_panel():
-    from app.pages.kl import collapse_text, never_written_text
+    from app.text.kl import collapse_text, never_written_text
 
     pg = page(query={})
     pg.__panel__()
     assert not pg.collapse_card.revealed and not pg.never_card.revealed
     space = reply_space(False)[0]
     best = int(np.argmax(space.r))
-    assert f"“{space.replies[best]}”" in collapse_text() and f"{-space.ref_logp[best]:.2f} nats" in collapse_text()
-    assert "e<sup>5</sup> = 148" in collapse_text() and "e<sup>20</sup> ≈ 4.9 × 10<sup>8</sup>" in collapse_text()
-    assert "“good good good”" in never_written_text()
+    answer = collapse_text(space)
+    assert f"“{space.replies[best]}”" in answer and f"{-space.ref_logp[best]:.2f} nats" in answer
+    assert "e<sup>5</sup> = 148" in answer and "e<sup>20</sup> ≈ 4.9 × 10<sup>8</sup>" in answer
+    assert "“good good good”" in never_written_text(reply_space(True)[0])
     pg.guide.prompts = False
     assert pg.collapse_card.revealed and pg.never_card.revealed
 

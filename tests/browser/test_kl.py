@@ -4,7 +4,8 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.kl import beta_of, reply_space, summary_text
+from app.pages.kl import beta_of, reply_space
+from app.text.kl import summary_text
 from engines.kl_optimal import optimal_policy
 
 

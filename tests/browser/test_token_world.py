@@ -4,7 +4,8 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.token_world import TokenWorldPage, critic_columns, summary_text
+from app.pages.token_world import TokenWorldPage, critic_columns
+from app.text.token_world import summary_text
 from engines.token_world import TokenWorldSettings, gae_decomposition_exact, token_values
 from engines.token_world_training import train_token_world
 

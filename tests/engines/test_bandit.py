@@ -19,6 +19,7 @@ from engines.bandit import (
     exact_total_variance,
     expected_return,
     monte_carlo,
+    one_sample_arms,
     one_sample_draws,
     one_step,
     optimal_baseline,
@@ -375,8 +376,11 @@ def test_summaries_from_per_arm_sums_equal_those_from_every_sample():
     """The per-arm power sums give the same summary as the same sample moments over all N draws
     (summed in another order, so equal to rounding: well under one part in 10^9)."""
     r, s = one_sample_draws(MEANS, 2.5, THETA_PREFERS_4, 20_000, 11)
-    sums = arm_sums(r, s)
-    np.testing.assert_array_equal(sums.P[0], np.bincount(s.argmax(1), minlength=4))
+    r_arms, a = one_sample_arms(MEANS, 2.5, THETA_PREFERS_4, 20_000, 11)
+    np.testing.assert_array_equal(r_arms, r)  # the same draws, with the arms instead of their scores
+    np.testing.assert_array_equal(s, softmax_score(THETA_PREFERS_4, a))
+    sums = arm_sums(r, a, THETA_PREFERS_4)
+    np.testing.assert_array_equal(sums.P[0], np.bincount(a, minlength=4))
     assert sums.P[0].sum() == 20_000 and sums.P[1].sum() == pytest.approx(r.sum(), rel=1e-12)
     for b in (0.0, 6.5, 11.0):
         g = (r - b)[:, None] * s  # (N, K)

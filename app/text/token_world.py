@@ -1,0 +1,132 @@
+"""The token-world page's words: its fixed texts and question, and the sentences and tables it writes from the numbers.
+
+Everything here is text about seed 000 sections 6.8 to 6.10 (values, TD errors delta_t and GAE
+with its lambda); the numbers come from engines/token_world.py and
+engines/token_world_training.py, and app/pages/token_world.py shows them.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from app.results_cache import RESULTS
+from engines.token_world import token_values
+from engines.token_world_training import TokenWorldTrainingSettings
+
+WHY = (
+    "PPO and its relatives train language models with a critic: a second model that predicts, from every "
+    "prefix, how well the reply will end, so that one reward at the end becomes a signal for each token. "
+    "GAE's λ sets how far that signal trusts the critic. In this tiny world every value and every advantage "
+    "is exact, so what λ trades off can be measured instead of taken on faith."
+)
+INTRO = (
+    "A reply is T tokens, each A or B, written by a policy that picks A with probability P(A). "
+    "The state is (t, k): the position and how many A's have been written. The only reward comes after "
+    "the last token: 1 if the reply has at least *threshold* A's. In this world the value V(t, k), the "
+    "chance of success from (t, k), is known exactly, and so is the advantage A = Q − V of every token. "
+    "A critic's view of the next state turns into a TD error δ; GAE adds up the TD errors ahead, each "
+    "weighted by (γλ)^l."
+)
+EQUATION = (
+    r"\delta_t = r_t + \gamma\, V(s_{t+1}) - V(s_t), \qquad "
+    r"\hat A_t = \delta_t + \gamma\lambda\, \hat A_{t+1} = \sum_{l=0}^{T-1-t} (\gamma\lambda)^l\, \delta_{t+l}"
+)
+NOTICE = (
+    "With the exact critic, λ = 0 has no error at all, and the error grows with λ; add noise to the critic "
+    "and λ = 0 inherits its bias, so the best λ moves up. Variance against λ is the same in all three panels: "
+    "it comes from the random future tokens, not from the critic."
+)
+PREDICT = "Before you add critic noise: which λ will have the smallest total error with the exact critic, and why?"
+PREDICT_CHOICES = {
+    "0": "λ = 0: a single TD error",
+    "0.5": "λ = 0.5, halfway",
+    "0.95": "λ = 0.95, the value most often used",
+    "1": "λ = 1: the whole return minus V",
+}
+PREDICT_EXPLANATION = (
+    "λ = 0, with no error at all. In text the next state is certain: writing a token always leads to the same "
+    "prefix. So with the exact critic one TD error, r_t + γ V(s_{t+1}) − V(s_t), is exactly Q − V, the "
+    "advantage, in every episode. A larger λ adds later TD errors, which depend on tokens not yet written: "
+    "variance, and nothing gained. Add noise to the critic and λ = 0 inherits its error, so the best λ moves "
+    "up; the right-hand panel shows where."
+)
+DECOMPOSITION = (
+    r"\text{error} = \text{bias}^2 + \text{variance}, \qquad "
+    r"\text{bias}^2 = \big(\mathbb{E}[\hat A \mid s, a] - A(s, a)\big)^2, \qquad "
+    r"\text{variance} = \mathbb{E}\big[(\hat A - \mathbb{E}[\hat A \mid s, a])^2\big]"
+)
+
+
+def episode_table_html(e, lam: float, gamma: float, noise: float) -> str:
+    """One episode as the seed's "== 3." printout lays it out, as an HTML table."""
+    tokens = "".join("A" if a else "B" for a in e.tokens)
+    head = ("t", "state (t, k)", "token", "r", "V(s_t)", "V(s_t+1)", "δ", f"GAE (λ = {lam:.2f})", "exact A")
+    rows = "".join(
+        f"<tr><td>{t}</td><td>({t}, {int(e.k[t])})</td><td>{tokens[t]}</td><td>{e.r[t]:g}</td>"
+        f"<td>{e.V[t]:.3f}</td><td>{e.V_next[t]:.3f}</td><td>{e.delta[t]:+.3f}</td>"
+        f"<td>{e.gae[t]:+.3f}</td><td>{e.exact_A[t]:+.3f}</td></tr>"
+        for t in range(len(tokens))
+    )
+    caption = (
+        f"one episode: tokens {tokens}, reward at the end = {e.r[-1]:g}; λ = {lam:.2f}, γ = {gamma:.2f}; "
+        f"critic = exact V plus noise of sd {noise:.2f}"
+    )
+    extremes = (
+        f"<p>λ = 1 (Monte Carlo minus V): {[round(float(x), 3) for x in e.monte_carlo]}<br>"
+        f"λ = 0 (one TD error): {[round(float(x), 3) for x in e.delta]}</p>"
+    )
+    return (
+        f'<table class="fl-episode"><caption>{html.escape(caption)}</caption>'
+        f"<thead><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr></thead><tbody>{rows}</tbody></table>{extremes}"
+    )
+
+
+EPISODE_CSS = """
+.fl-episode { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.3em 0.6em; }
+.fl-episode caption { caption-side: top; text-align: left; padding-bottom: 0.3em; }
+.fl-episode th, .fl-episode td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.35); }
+"""
+
+
+def lambda_zero_text(T: int, threshold: int, p_a: float, gamma: float) -> str:
+    """Why lambda = 0 is perfect with the exact critic (seed 000 section 6.9), with this world's numbers."""
+    v = RESULTS.get(token_values, T, threshold, p_a, gamma)
+    delta0 = gamma * v.V[1, 1] - v.V[0, 0]  # r_0 = 0 before the last token
+    return (
+        "**Why λ = 0 is perfect with the exact critic.** In a game the next state is random, so a TD error "
+        "equals the advantage only on average. In text the next state is certain: writing A at (t, k) always "
+        "leads to (t + 1, k + 1). So with the exact V, δ_t = r_t + γ V(s_{t+1}) − V(s_t) = Q(s_t, a_t) − V(s_t) "
+        "= A(s_t, a_t) exactly, for every episode: zero bias and zero variance. Here, at the start, choosing A: "
+        f"δ_0 = 0 + {gamma:.2f} × V(1, 1) − V(0, 0) = {gamma:.2f} × {v.V[1, 1]:.4f} − {v.V[0, 0]:.4f} = "
+        f"{delta0:+.4f}, and the exact advantage is A(s_0, A) = {v.A[0, 0, 1]:+.4f}. Any λ > 0 adds later TD errors, "
+        "which are exact too but depend on tokens not yet written: that is the variance in the left panel."
+    )
+
+
+def summary_text(T: int, threshold: int, p_a: float, lam: float, noise: float, values, at_lam, columns) -> str:
+    """The sentence under the controls: the success chance, and the errors at the chosen lambda."""
+    _, _, chosen = columns
+    return (
+        f"With T = {T} tokens, at least {threshold} A's to succeed and P(A) = {p_a:.2f}, "
+        f"V(start) = <strong>{values.V[0, 0]:.4f}</strong>. At λ = {lam:.2f} the critic with noise {noise:.2f} "
+        f"has total error <strong>{at_lam.total[0, chosen]:.4f}</strong> = bias² {at_lam.bias2[0, chosen]:.4f} + "
+        f"variance {at_lam.variance[0, chosen]:.4f}; the exact critic {at_lam.total[0, 0]:.4f}."
+    )
+
+
+def training_table(result, settings: TokenWorldTrainingSettings) -> str:
+    """The seed's training table (section 6.10) as Markdown, one row per method."""
+    at = " / ".join(str(u) for u in result.report_at)
+    rows = [
+        f"| method | success after {at} updates | median updates to reach {settings.target:g} | sd over seeds at {settings.spread_at} | seeds below 0.5 at the end |",
+        "|---|---|---|---|---|",
+    ]
+    for i, name in enumerate(result.methods):
+        median = result.median_to_target[i]
+        rows.append(
+            f"| {name} | {' / '.join(f'{x:.3f}' for x in result.mean_at[i])} | "
+            f"{'never' if not np.isfinite(median) else f'{median:g}'} | {result.sd_at_spread[i]:.3f} | {100 * result.below_half[i]:.0f}% |"
+        )
+    return "\n".join(rows)
