@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Range1d, Span, StringEditor, StringFormatter, TableColumn
 
-from widgets.glyphs import lean_figure
 from widgets.style import OKABE_ITO, plot
 
 
@@ -34,7 +33,7 @@ def pairs_figure(probability: ColumnDataSource, frequency: ColumnDataSource):
     fig.line("gap", "p", source=probability, color=OKABE_ITO["blue"], line_width=2, legend_label="σ(gap / τ_label), equation 12")
     fig.scatter("gap", "frequency", source=frequency, color=OKABE_ITO["orange"], size=9, legend_label="share labelled a in the pairs")
     fig.legend.location = "top_left"
-    return lean_figure(fig)
+    return fig
 
 
 def loss_figure(curve: ColumnDataSource, x_range: Range1d):
@@ -43,7 +42,7 @@ def loss_figure(curve: ColumnDataSource, x_range: Range1d):
     chance_line(fig, float(np.log(2)))
     fig.line("step", "loss", source=curve, color=OKABE_ITO["blue"], line_width=2, legend_label="−log σ(r_w − r_l), log 2 dashed")
     fig.legend.location = "top_right"
-    return lean_figure(fig)
+    return fig
 
 
 def accuracy_figure(curve: ColumnDataSource, ceiling: ColumnDataSource, x_range: Range1d):
@@ -54,7 +53,7 @@ def accuracy_figure(curve: ColumnDataSource, ceiling: ColumnDataSource, x_range:
     fig.line("step", "accuracy", source=curve, color=OKABE_ITO["green"], line_width=2, legend_label="reward model")
     fig.scatter("step", "accuracy", source=curve, color=OKABE_ITO["green"], size=5)
     fig.legend.location = "bottom_right"
-    return lean_figure(fig)
+    return fig
 
 
 def sweep_figure(sweep: ColumnDataSource):
@@ -65,7 +64,7 @@ def sweep_figure(sweep: ColumnDataSource):
     fig.segment("tau_label", "low", "tau_label", "high", source=sweep, color=OKABE_ITO["green"], line_width=2)
     fig.scatter("tau_label", "accuracy", source=sweep, color=OKABE_ITO["green"], size=9, legend_label="reward model ± 1 SE")
     fig.legend.location = "top_right"
-    return lean_figure(fig)
+    return fig
 
 
 def table(source: ColumnDataSource, columns: list[tuple], height: int) -> DataTable:
