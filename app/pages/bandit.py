@@ -61,7 +61,6 @@ from engines.bandit import (
     training_snapshots,
 )
 from engines.policy_gradient import softmax
-from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
@@ -231,7 +230,7 @@ class BanditPage(pn.viewable.Viewer):
         self.predict_card = PredictionCard("bandit/baseline-effect", PREDICT, PREDICT_CHOICES, "spread", PREDICT_EXPLANATION, guide=self.guide)
         self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
         self.view: TrainingView | None = None
-        self._debounce = Debounce(RESTART_DELAY_MS)  # a delayed restart, replaced by the next move
+        self._pending_start = None  # the session's timeout callback of a delayed restart
         self.run = StreamingRun(self._show_training, self._training_done, time_limit=limits.current().compute_seconds)
         self.run_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
         self._started = False
@@ -424,7 +423,17 @@ class BanditPage(pn.viewable.Viewer):
         that the next step of the drag would cancel anyway."""
         self.run.stop()
         self._clear_training()
-        self._debounce.soon("training", self.start_training)
+        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+        if doc is None:  # no browser session (tests): nothing to wait for
+            self.start_training()
+            return
+        if self._pending_start is not None:
+            doc.remove_timeout_callback(self._pending_start)
+        self._pending_start = doc.add_timeout_callback(self._start_pending, RESTART_DELAY_MS)
+
+    def _start_pending(self) -> None:
+        self._pending_start = None
+        self.start_training()
 
     def _clear_training(self) -> None:
         self.curves.data = dict(EMPTY_CURVES)
