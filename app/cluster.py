@@ -298,8 +298,11 @@ class Cluster:
         import dask
         from distributed import Client
 
-        # A job whose worker died fails at once instead of starting again from scratch (a second run folder).
-        dask.config.set({"distributed.scheduler.allowed-failures": 0})
+        # allowed-failures 0: a job whose worker died fails at once instead of starting again from
+        # scratch (a second run folder). work-stealing off: a job is pinned to its device, so there is
+        # nothing to steal, and the stealing extension keeps every stopped job's task, arguments included
+        # (a set of pairs, ~3 MB), until a job of the same kind finishes (distributed 2026.8, WorkStealing.unknown_durations).
+        dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.work-stealing": False})
         if self.address:
             try:
                 client = Client(self.address, timeout=CONNECT_SECONDS, set_as_default=False)

@@ -5,6 +5,7 @@ one 'cpu' slot, started on first use, shared by every test of the session). The 
 generators of this module, sent to the worker by value.
 """
 
+import gc
 import os
 import signal
 import sys
@@ -116,6 +117,36 @@ def test_pause_holds_the_device_and_stop_acts_within_a_step(tmp_path):
     t = time.monotonic()
     tail = own(snapshots)
     assert time.monotonic() - t < 1.0 and len(tail) <= 3  # ended within a step or two of 0.05 s
+
+
+class Payload:
+    """A job's argument, as big as a set of preference pairs; counted to see who still holds one."""
+
+    def __init__(self):
+        self.data = bytearray(3_000_000)
+
+
+def holding(payload: Payload):
+    """A job that keeps its argument until it is stopped."""
+    while True:
+        time.sleep(0.05)
+        yield len(payload.data)
+
+
+def test_a_job_stopped_midway_leaves_no_copy_of_its_arguments_in_the_web_process():
+    # The local cluster's scheduler runs in this process and holds each job's task, arguments
+    # included, while the job is known: once stopped jobs are forgotten, so are their arguments.
+    for _ in range(3):
+        snapshots = current().submit("cpu", "a held payload", holding, Payload()).snapshots()
+        assert 3_000_000 in snapshots
+        snapshots.close()
+        wait_for(lambda: current().overview() == [])
+
+    def held():
+        gc.collect()
+        return sum(isinstance(o, Payload) for o in gc.get_objects())
+
+    wait_for(lambda: held() == 0, timeout=10)
 
 
 def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_run_works(tmp_path):
