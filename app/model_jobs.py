@@ -385,20 +385,25 @@ def train_reward_model(pairs, settings, key: tuple | None, cluster: Cluster | No
     """
     cluster = cluster or current()
     job = cluster.submit(TRAINING_DEVICE, f"reward models · training {settings.steps} steps", training_views, pairs, settings)
-    for view in job.snapshots():
-        # Trained by another session while this one waited (or is just starting): take that one instead.
-        kept = None if key is None or isinstance(view, Queued) else models.result(key)
-        if kept is not None:
-            job.stop()
-            yield replace(kept, pairs=pairs)
-            return
-        if isinstance(view, Started):
-            continue
-        if isinstance(view, TrainingView):
-            view = replace(view, pairs=pairs)
-            if key is not None and view.trained is not None:
-                models.keep(key, view)
-        yield view
+    step = 0
+    try:
+        for view in job.snapshots():
+            # Trained by another session while this one waited (or is just starting): take that one instead.
+            kept = None if key is None or isinstance(view, Queued) else models.result(key)
+            if kept is not None:
+                job.stop()
+                yield replace(kept, pairs=pairs)
+                return
+            if isinstance(view, Started):
+                continue
+            if isinstance(view, TrainingView):
+                view = replace(view, pairs=pairs)
+                step = int(view.curve["step"][-1])
+                if key is not None and view.trained is not None:
+                    models.keep(key, view)
+            yield view
+    except WorkerDied as error:
+        yield Failed(f"{error}: the training stopped at step {step} of {settings.steps}; press Start to train it again.")
 
 
 def sweep_on_worker(pairs, taus, settings, label_seed: int) -> Iterator[SweepView]:
@@ -418,9 +423,16 @@ def sweep_tau(pairs, taus, settings, label_seed: int, cluster: Cluster | None = 
     """`sweep_on_worker` on the cluster's CPU, each view with `pairs`."""
     cluster = cluster or current()
     label = f"reward models · τ_label sweep, {len(taus)} trainings"
-    for view in cluster.submit(TRAINING_DEVICE, label, sweep_on_worker, pairs, tuple(taus), settings, label_seed).snapshots():
-        if not isinstance(view, Started):
-            yield replace(view, pairs=pairs) if isinstance(view, SweepView) else view
+    finished = 0
+    try:
+        for view in cluster.submit(TRAINING_DEVICE, label, sweep_on_worker, pairs, tuple(taus), settings, label_seed).snapshots():
+            if isinstance(view, SweepView):
+                finished = len(view.rows)
+                yield replace(view, pairs=pairs)
+            elif not isinstance(view, Started):
+                yield view
+    except WorkerDied as error:
+        yield Failed(f"{error}: the sweep stopped after {finished} of {len(taus)} trainings; press Start to sweep again.")
 
 
 # ----------------------------------------------------------------------------- the KL page's sampled frontier

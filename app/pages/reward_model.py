@@ -369,6 +369,7 @@ class RewardModelPage(pn.viewable.Viewer):
         if self.data is None or self._closed:
             return
         self._invalidate_model()
+        self.show_error("")
         self.train_text.object = TRAINING_TEXT
         self.loss_steps.end = self.accuracy_steps.end = self.steps
         pairs, settings = self.data, self.train_settings()
@@ -385,8 +386,11 @@ class RewardModelPage(pn.viewable.Viewer):
         self.train_run.stop()
         self.train_controls.running = False
 
-    def _show_training(self, view: TrainingView | Queued) -> None:
+    def _show_training(self, view: TrainingView | Queued | Failed) -> None:
         if told_waiting(self.train_run, view, "The training"):
+            return
+        if isinstance(view, Failed):
+            self.show_error(view.message)
             return
         if view.pairs is not self.data or view.settings != self.train_settings():
             return  # delivered by a run replaced since
@@ -426,6 +430,7 @@ class RewardModelPage(pn.viewable.Viewer):
         if self.data is None or self._closed:
             self.sweep_controls.running = False
             return
+        self.show_error("")
         self.sweep_controls.param.update(running=True, progress=0.0)
         self.sweep.data = {k: [] for k in self.sweep.data}
         pairs, settings, seed = self.data, self.train_settings(), self.label_seed
@@ -435,8 +440,11 @@ class RewardModelPage(pn.viewable.Viewer):
         self.sweep_run.stop()
         self.sweep_controls.running = False
 
-    def _show_sweep(self, view: SweepView | Queued) -> None:
+    def _show_sweep(self, view: SweepView | Queued | Failed) -> None:
         if told_waiting(self.sweep_run, view, "The sweep"):
+            return
+        if isinstance(view, Failed):
+            self.show_error(view.message)
             return
         if view.pairs is not self.data:
             return

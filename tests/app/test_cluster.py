@@ -16,8 +16,10 @@ import pytest
 
 from app import cluster as cluster_module
 from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
-from app.model_jobs import LiveRun
+from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
 from app.runs import read_run
+from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
+from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker cannot import a test module by name
@@ -171,6 +173,25 @@ def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_
     assert not on_disk.finished
     after = own(cluster.submit("cpu", "which worker", pid_then_count, 2, 0.0).snapshots())
     assert after[0] != pid and after[1:] == [0, 1]  # a fresh worker process, started by the nanny
+
+
+def test_a_reward_model_training_whose_worker_is_killed_says_so_in_one_sentence_and_the_next_runs():
+    cluster = current()
+    pid = next(iter(own(cluster.submit("cpu", "which worker", pid_then_count, 0, 0.0).snapshots())))
+    pairs = load_pairs(BUNDLED_PAIRS)
+    views = train_reward_model(pairs, RewardModelSettings(steps=5000, eval_every=1, d_model=16, layers=1), None, cluster)
+    for view in views:
+        if isinstance(view, TrainingView) and view.curve["step"][-1] >= 3:
+            shown = int(view.curve["step"][-1])
+            break
+    os.kill(pid, signal.SIGKILL)
+    rest = list(views)
+    last = rest[-1]
+    step = max([shown] + [int(v.curve["step"][-1]) for v in rest if isinstance(v, TrainingView)])
+    assert last == Failed("The worker process running this job died (it was killed or ran out of memory): the training "
+                          f"stopped at step {step} of 5000; press Start to train it again.")
+    after = own(cluster.submit("cpu", "which worker", pid_then_count, 2, 0.0).snapshots())
+    assert after[0] != pid and after[1:] == [0, 1]
 
 
 def test_a_job_on_a_device_no_worker_offers_is_refused_in_one_sentence():

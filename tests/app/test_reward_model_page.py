@@ -4,6 +4,8 @@ Most tests hand the page a small data set built from a few list words (no langua
 so that they train in a second or two; one test generates pairs with the embedded model.
 """
 
+import os
+import signal
 import time
 
 import numpy as np
@@ -151,6 +153,22 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
     pg.load_file(pg.files.options["broken.npz"])
     assert pg.errors.visible and pg.errors.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
     assert pg.data is before  # the page goes on with the pairs it had
+
+
+def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_trains_again(make_page):
+    (pid,) = current().client.run(os.getpid).values()
+    pg = make_page({"steps": "2000"})
+    wait(lambda: len(pg.curve.data["step"]) >= 1)
+    os.kill(pid, signal.SIGKILL)
+    wait(lambda: not pg.train_controls.running)
+    shown = int(pg.curve.data["step"][-1])
+    assert pg.errors.visible and pg.errors.object.startswith(
+        "- The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
+    stopped_at = int(pg.errors.object.split("step ")[1].split(" ")[0])
+    assert shown <= stopped_at < 2000 and pg.trained is None
+    pg.steps = 20
+    wait(lambda: pg.trained is not None)  # on the fresh worker the nanny started
+    assert not pg.errors.visible
 
 
 def test_the_sweep_matches_the_engine(make_page):
