@@ -19,7 +19,7 @@ that write none). Pause is a Dask `Event` the task looks at after every snapshot
 pressed, the tab closed) cancels the task's future; the task sees itself cancelled after the
 snapshot in flight and closes its generator, so its files are complete. If the web process
 dies, its client leaves the scheduler, which releases the job's future: the task sees that
-in the same way and stops. If the worker dies, the scheduler fails the job at once
+in the same way, stops, and gives back the dead reader's hold on the queue. If the worker dies, the scheduler fails the job at once
 (`allowed-failures` 0: a run is never started again from scratch behind its owner's back) and
 the nanny starts a fresh worker for the next job.
 """
@@ -134,12 +134,27 @@ def _cancelled(worker, key: str) -> bool:
     return task is None or task.state not in ("executing", "long-running")
 
 
-def run_job(make: Callable[..., Iterator], args: tuple, stream: str, pause: str) -> bool:
+def _client_left(worker, client: str) -> bool:
+    """Whether the scheduler has seen the client `client` leave (its process exited or was killed)."""
+    from distributed.utils import sync
+
+    try:
+        events = sync(worker.loop, worker.scheduler.events, topic=client)
+    except Exception:  # the scheduler is going away too: nothing to tidy there
+        LOG.debug("Asking the scheduler about client %s failed", client, exc_info=True)
+        return False
+    return any(event.get("action") == "remove-client" for _, event in events)
+
+
+def run_job(make: Callable[..., Iterator], args: tuple, stream: str, pause: str, owner: str) -> bool:
     """The Dask task of every model job: walk `make(*args)`, put each snapshot (pickled) on the Queue `stream`.
 
     Returns True when the generator ran to its end, False when the job was stopped. After each
     snapshot it holds while the Event `pause` is set, and stops once cancelled; closing the
-    generator there runs its `finally` (files closed) on this thread.
+    generator there runs its `finally` (files closed) on this thread. The queue lives on the
+    scheduler while both its reader (the client `owner`) and this task hold it; if the owner's
+    process died, this task gives back the reader's hold too, so the queue and the snapshots
+    nobody will read are dropped.
     """
     from distributed import Event, Queue, get_worker
 
@@ -166,6 +181,8 @@ def run_job(make: Callable[..., Iterator], args: tuple, stream: str, pause: str)
         _run_ids.pop(key, None)
         out.put(pickle.dumps(Ended()))
         out.close()  # the scheduler drops the queue once the reader has closed it too
+        if _cancelled(worker, key) and _client_left(worker, owner):
+            out.close()  # the reader's share: its process is gone
         paused.clear()
 
 
@@ -343,7 +360,7 @@ class Cluster:
         stream, pause = Queue(f"{key}|stream", client=client), Event(f"{key}|pause", client=client)
         # fifo_timeout 0: every job its own generation of priorities, so the line is first come, first served
         # (Dask's default lets jobs submitted within 100 ms pass each other).
-        future = client.submit(run_job, make, args, stream.name, pause.name, key=key, resources={device: 1}, pure=False,
+        future = client.submit(run_job, make, args, stream.name, pause.name, client.id, key=key, resources={device: 1}, pure=False,
                                fifo_timeout=0)
         self._jobs_at = -1.0  # the line has changed
         return Job(self, future, key, device, stream, pause)

@@ -151,6 +151,20 @@ def test_a_job_stopped_midway_leaves_no_copy_of_its_arguments_in_the_web_process
     wait_for(lambda: held() == 0, timeout=10)
 
 
+def job_queues(dask_scheduler) -> list[str]:
+    """On the scheduler: the names of the model jobs' queues it holds."""
+    return [name for name in dask_scheduler.extensions["queues"].queues if name.startswith(cluster_module.JOB_PREFIX)]
+
+
+def test_a_job_whose_web_process_left_leaves_no_queue_on_the_scheduler():
+    other = Cluster(current().client.scheduler.address)  # a second web process, joined to the same scheduler
+    snapshots = other.submit("cpu", "an owner that leaves", counting, 1000, 0.05).snapshots()
+    assert 3 in snapshots
+    other.close()  # its client leaves without closing its reader's queue, as a killed process does
+    wait_for(lambda: current().overview() == [])
+    wait_for(lambda: current().client.run_on_scheduler(job_queues) == [], timeout=10)
+
+
 def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_run_works(tmp_path):
     """kill -9 of the worker mid-run: the run folder keeps every finished step, the page's sentence names the step,
     the nanny starts a fresh worker, and the next job runs there."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cluster import Cluster
+from app.cluster import JOB_PREFIX, Cluster
 from app.runs import read_run
 from bench.load_test import PageSession
 from tests.servers import NGINX, ROOT, free_port, loopback_config, start_server, stop_server
@@ -91,6 +91,11 @@ def topology(tmp_path_factory):
             process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def job_queues(dask_scheduler) -> list[str]:
+    """On the scheduler: the names of the model jobs' queues it holds."""
+    return [name for name in dask_scheduler.extensions["queues"].queues if name.startswith(JOB_PREFIX)]
 
 
 def _connected(cluster: Cluster) -> bool:
@@ -186,3 +191,5 @@ def test_a_web_process_killed_during_its_run_stops_the_run_and_keeps_its_steps(t
     assert run.metrics == written and not run.finished  # it trains no more
     assert [m["step"] for m in run.metrics] == list(range(1, len(run.metrics) + 1))  # every step it wrote, whole
     assert topology.cluster.device_for("auto") == "cpu"  # and the CPU's worker takes the next job
+    # Nor is anything of it left on the scheduler: the worker gave back the dead reader's hold on the job's queue.
+    wait_for(lambda: topology.cluster.client.run_on_scheduler(job_queues) == [], timeout=10, what="the job's queue to go")
