@@ -1,4 +1,5 @@
-"""What a page visit sends, in Bokeh models, stays under a ceiling (bench/bench_page_build.py counts them).
+"""What a page visit sends, in Bokeh models, stays under a ceiling (bench/bench_page_build.py counts them);
+a first slider step sends no stylesheet.
 
 A page's visit costs the server about a millisecond of CPU per Bokeh model (building, documenting and
 serialising it), so the count is what a change could quietly double. The ceilings are the counts of
@@ -8,8 +9,11 @@ first section only (the others are built when their tab is first opened). No tim
 """
 
 import pytest
+from bokeh.document import Document
+from panel.io.state import set_curdoc, state
 
-from bench.bench_page_build import builders, visit
+from bench.bench_page_build import builders, prompts, visit
+from bench.bench_slider_moves import next_value, sliders
 
 FIRST_VISIT = {"": 35, "baselines": 45, "toy-target": 135, "bandit": 80, "token-world": 140, "kl": 62, "preferences": 56,
                "live-run": 150, "reward-model": 145}
@@ -29,3 +33,21 @@ def test_a_page_visit_stays_under_its_ceiling_of_bokeh_models(route):
     assert first <= FIRST_VISIT[route], f"/{route}: {first} Bokeh models on a first visit, ceiling {FIRST_VISIT[route]}"
     assert answered <= ANSWERED[route], f"/{route}: {answered} Bokeh models with every card answered, ceiling {ANSWERED[route]}"
     assert first <= answered or route in MODEL_PAGES  # what a question guards is built only once it is answered
+
+
+@pytest.mark.parametrize("route", ["baselines", "bandit", "token-world", "kl", "preferences"])
+def test_a_pages_first_slider_step_keeps_every_stylesheet(route):
+    # A step that changed a pane's stylesheets would make Bokeh walk the whole document (app.server.TemplateBootstrap).
+    # (Toy target's sliders answer after a short delay, on a later tick: the pages here answer in the step itself.)
+    doc, changed = Document(), []
+    with set_curdoc(doc), prompts(False):
+        template = builders([route])[route]()
+        template.server_doc(doc)
+        doc.on_change(lambda event: changed.append(getattr(event, "attr", None)))
+        state._connected[doc] = True  # as a connected session's document: the step's changes are held, then taken
+        widget = sliders(template)[-1]
+        widget._process_events({"value": next_value(widget, widget.value < widget.end)})
+        changed += [getattr(event, "attr", None) for event in doc.callbacks._held_events]
+        doc.callbacks._held_events = []
+    assert "data" in changed or "text" in changed  # the step was answered
+    assert "stylesheets" not in changed
