@@ -13,7 +13,7 @@ of past ratings, or the exact value V = sum_k pi_k mu_k.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -296,6 +296,19 @@ def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
     return summarise_sums(_sums(r, a, S), b)
 
 
+def coordinate_histograms(r: np.ndarray, a: np.ndarray, theta, k: int, b: float, bins: int) -> dict:
+    """Histograms of coordinate k of the one-sample estimates without and with the baseline b, on shared bins.
+
+    With s_ik = 1[a_i = k] - pi_k, the estimates are r_i s_ik (b = 0) and (r_i - b) s_ik, the same
+    draws (r, a). Returns the bins' edges (left, right) and the counts of each ("none", "baseline").
+    """
+    score_k = (a == k) - softmax(np.asarray(theta, dtype=float))[k]  # (N,)
+    none, baseline = r * score_k, (r - b) * score_k
+    span = (min(none.min(), baseline.min()), max(none.max(), baseline.max()))  # shared bins (equal widths: numpy's fast path)
+    counts_none, edges = np.histogram(none, bins=bins, range=span)
+    return {"left": edges[:-1], "right": edges[1:], "none": counts_none, "baseline": np.histogram(baseline, bins=bins, range=span)[0]}
+
+
 def summarise_sums(sums: ArmSums, b) -> MonteCarlo:
     """Seed 000 sections 6.4 and 6.7 on given draws, reduced to their `arm_sums`:
 
@@ -439,3 +452,62 @@ def train_bandit(settings: BanditTrainingSettings, baseline: str) -> TrainingSna
 def train_all_baselines(settings: BanditTrainingSettings) -> dict[str, TrainingSnapshot]:
     """The seed's three runs of section 6.7 (none, running, value), same settings and seed."""
     return {baseline: train_bandit(settings, baseline) for baseline in BASELINES}
+
+
+@dataclass(frozen=True)
+class TrainingView:
+    """The training curves and the counts of a run after `step` of its steps."""
+
+    settings: BanditTrainingSettings
+    """What is being trained: arms, seeds, steps, learning rate, seed."""
+    step: int
+    """Steps taken so far by every baseline."""
+    curves: dict
+    """Columns of the curve plot: step and, per baseline, mean J and the 10th/90th percentiles."""
+    arms: dict
+    """Columns of the bar chart: arm and, per baseline, how many seeds have it most likely now."""
+    stats: dict
+    """Per baseline: mean J, p10, p90, shares with P(best) > 0.5 and < 0.1, seeds on a worse arm."""
+
+
+def training_views(settings: BanditTrainingSettings, every: int) -> Iterator[TrainingView]:
+    """Walk `training_snapshots` for the three baselines in step, yielding the whole run so far.
+
+    Each snapshot holds J for every step taken; only its new rows are summarised (mean and
+    percentile band over seeds), so a long run costs the same per step at its end as at its start.
+    """
+    runs = [training_snapshots(settings, baseline, every=every) for baseline in BASELINES]
+    T = settings.steps
+    columns = {"step": np.arange(T + 1)}
+    for baseline in BASELINES:
+        columns |= {f"{baseline}_mean": np.empty(T + 1), f"{baseline}_p10": np.empty(T + 1), f"{baseline}_p90": np.empty(T + 1)}
+    done = 0  # rows of J summarised so far
+    for snapshots in zip(*runs):
+        step = snapshots[0].step
+        arms = {"arm": [str(k) for k in range(1, len(settings.means) + 1)]}
+        stats = {}
+        for baseline, snap in zip(BASELINES, snapshots):
+            new = replace(snap, J=snap.J[done:])  # rows done .. step
+            rows = slice(done, step + 1)
+            columns[f"{baseline}_mean"][rows] = new.mean_J()
+            columns[f"{baseline}_p10"][rows], columns[f"{baseline}_p90"][rows] = new.band()
+            counts = snap.argmax_counts()
+            arms[baseline] = [counts.get(k, 0) for k in range(1, len(settings.means) + 1)]
+            p_best = snap.p_best()
+            stats[baseline] = {
+                "mean_J": float(columns[f"{baseline}_mean"][step]),
+                "p10": float(columns[f"{baseline}_p10"][step]),
+                "p90": float(columns[f"{baseline}_p90"][step]),
+                "above_half": float((p_best > 0.5).mean()),
+                "below_tenth": float((p_best < 0.1).mean()),
+                "worse": settings.seeds - counts.get(snap.best + 1, 0),
+                "counts": counts,
+            }
+        done = step + 1
+        yield TrainingView(
+            settings=settings,
+            step=step,
+            curves={name: col[:done].copy() for name, col in columns.items()},
+            arms=arms,
+            stats=stats,
+        )

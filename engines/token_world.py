@@ -16,6 +16,7 @@ tabular policy in this world lives in engines/token_world_training.py.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,8 @@ MAX_EXACT_T = 16
 
 DEFAULT_T = 6
 DEFAULT_THRESHOLD = 4
+CHAPTER_REPLY = "ABABAA"
+"""The episode printed in seed 000 section 6.9 (T = 6)."""
 
 
 # ----------------------------------------------------------------------------- settings
@@ -167,6 +170,14 @@ def token_values(T: int, threshold: int, p_a: float, gamma: float = 1.0) -> Toke
 def sample_tokens(rng: np.random.Generator, N: int, T: int, p_a: float) -> np.ndarray:
     """N replies of T tokens from the fixed policy: (N, T) integers, 1 = A with probability p_a."""
     return (rng.random((N, T)) < p_a).astype(np.int64)
+
+
+def reply_tokens(reply: str, episode_seed: int, T: int, p_a: float) -> str:
+    """The episode's reply: the chapter's ABABAA (when T = 6), else T tokens sampled from the policy."""
+    if reply == "chapter" and T == len(CHAPTER_REPLY):
+        return CHAPTER_REPLY
+    drawn = sample_tokens(np.random.default_rng(episode_seed), 1, T, p_a)[0]
+    return "".join("A" if a else "B" for a in drawn)
 
 
 def all_episodes(T: int, p_a: float) -> tuple[np.ndarray, np.ndarray]:
@@ -348,3 +359,11 @@ def gae_decomposition_exact(settings: TokenWorldSettings) -> GaeDecomposition:
     require(settings.T <= MAX_EXACT_T, f"T = {settings.T} is too long to enumerate all 2^T replies; use T <= {MAX_EXACT_T}.")
     tokens, prob = all_episodes(settings.T, settings.p_a)
     return gae_decomposition(settings, tokens, prob, "exact")
+
+
+def mc_steps(settings: TokenWorldSettings):
+    """The Monte Carlo check as a stream: a full decomposition on 1/8, 1/4, 1/2 and all of the
+    episodes (each its own estimate), so a first answer arrives quickly and the last is the full one."""
+    sizes = sorted({max(2, settings.episodes // d) for d in (8, 4, 2, 1)})
+    for n in sizes:
+        yield n, settings.episodes, gae_decomposition_mc(dataclasses.replace(settings, episodes=n))

@@ -32,7 +32,6 @@ from engines.token_world import (
     visited_values,
 )
 
-
 # ----------------------------------------------------------------------------- settings
 
 
@@ -175,6 +174,16 @@ def train_token_world_steps(settings: TokenWorldTrainingSettings):
         theta = theta + settings.lr * _state_sums(weight * score, tokens) / E
         pi_a = policy_a(theta)
         yield TrainingSnapshot(step, methods, success_probability(pi_a, T, settings.threshold)[..., 0, 0])
+
+
+def training_stream(settings: TokenWorldTrainingSettings):
+    """`train_token_world_steps`, accumulated: yields (methods, success so far (M, step+1, S), steps)."""
+    success = None
+    for snap in train_token_world_steps(settings):
+        if success is None:
+            success = np.empty((len(snap.methods), settings.steps + 1, settings.seeds))
+        success[:, snap.step] = snap.success
+        yield snap.methods, success[:, : snap.step + 1], settings.steps
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ Positions are numbered from 0 in code (the seed's step 1 is t = 0 here).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Iterator
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -377,3 +379,120 @@ def run_training(settings: ToyTargetSettings, estimators: tuple = tuple(ESTIMATO
     for snapshot in train(settings, estimators, every=settings.steps):
         pass
     return snapshot
+
+
+# ---------------------------------------------------------------------------------------
+# Exercise 2 and Figure 2 at the uniform start, drawn in chunks so that a run can stream
+
+LAB_T, LAB_V = ToyTargetSettings.T, ToyTargetSettings.V
+"""The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
+THETA = np.zeros((LAB_T, LAB_V, LAB_V))
+"""The uniform starting policy, where Exercise 2 and Figure 2 measure."""
+CHUNK = 50
+"""Batches drawn per step of the Monte Carlo run; chunk k uses the generator default_rng([seed, k]),
+so more batches extend the same draws instead of replacing them."""
+ACTIVE = np.ones((LAB_T, LAB_V, LAB_V), dtype=bool)
+ACTIVE[0, 1:] = False  # step 1 reads only the start context c = 0; the other rows never move
+"""The coordinates of theta that can have a gradient (328 of 384)."""
+
+
+@functools.lru_cache(maxsize=64)
+def exact_at_start(target_seed: int) -> tuple[float, np.ndarray]:
+    """J and the exact gradient at the uniform policy for one target (equations 3 and 4)."""
+    return exact_gradient(THETA, draw_target(LAB_T, LAB_V, target_seed))
+
+
+@functools.lru_cache(maxsize=256)
+def exact_variances_at_start(samples: int, target_seed: int) -> dict:
+    """Exact variance of every coordinate of one estimate, per estimator, at the uniform policy."""
+    return exact_variances(THETA, draw_target(LAB_T, LAB_V, target_seed), samples)
+
+
+def coordinate(t: int, prev: int, symbol: int) -> tuple[int, int, int]:
+    """The index (t, c, k) into theta of step t (counted from 1), previous symbol and symbol.
+
+    Step 1 has no previous symbol: it reads the start context c = 0 whatever `prev` says.
+    """
+    return (t - 1, 0 if t == 1 else prev, symbol)
+
+
+def sd_and_se(x: np.ndarray) -> tuple[float, float]:
+    """Sample standard deviation s of `x` and its standard error, SE(s) = SE(s^2) / (2 s)."""
+    squares = (x - x.mean()) ** 2
+    s = math.sqrt(squares.sum() / (len(x) - 1))
+    return s, (float(squares.std(ddof=1)) / math.sqrt(len(x)) / (2 * s) if s > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class Batches:
+    """The one-batch estimates drawn so far at the uniform policy, with the exact answers."""
+
+    estimates: dict
+    """estimator -> (drawn, T, V, V) one-batch estimates g_hat, the same samples for every estimator."""
+    total: int
+    """Batches the run will draw in all."""
+    samples: int
+    """Responses N per batch."""
+    seed: int
+    """Seed of the draws."""
+    J: float
+    """Exact expected reward at the uniform policy (1/V)."""
+    exact: np.ndarray
+    """Exact gradient, (T, V, V)."""
+    exact_variances: dict = field(repr=False)
+    """estimator -> (T, V, V) exact variance of one estimate."""
+
+    @property
+    def drawn(self) -> int:
+        return len(self.estimates["none"])
+
+    @cached_property
+    def means(self) -> dict:
+        """estimator -> (T, V, V) mean of the estimates drawn."""
+        return {name: g.mean(0) for name, g in self.estimates.items()}
+
+    @cached_property
+    def variance_rows(self) -> list[dict]:
+        """Exercise 2's table: the total variance sum_j Var(g_hat_j) per estimator, measured and exact.
+
+        Measured: the mean over batches of sum_j (g_hat_j - mean_j)^2 B/(B - 1), whose mean is the
+        sum of the coordinates' unbiased sample variances; its standard error is that of a mean.
+        """
+        B, rows = self.drawn, []
+        for name, g in self.estimates.items():
+            per_batch = ((g - self.means[name]) ** 2).reshape(B, -1).sum(-1) * (B / (B - 1))  # (B,)
+            rows.append({
+                "estimator": name,
+                "label": ESTIMATORS[name],
+                "measured": float(per_batch.mean()),
+                "se": float(per_batch.std(ddof=1) / math.sqrt(B)),
+                "exact": float(self.exact_variances[name].sum()),
+            })
+        return rows
+
+
+def draw_batches(samples: int, batches: int, target_seed: int, seed: int, chunk: int = CHUNK):
+    """Exercise 2 in chunks: yields `Batches` after every `chunk` batches of N = `samples` responses.
+
+    Each chunk samples from the uniform policy and forms every estimator's g_hat on the same
+    responses (engines.toy_target: sample, estimator_weights, batch_estimates), exactly as
+    `variance_experiment` does on one generator, so a run can be stopped between chunks.
+    """
+    target = draw_target(LAB_T, LAB_V, target_seed)
+    J, exact = exact_at_start(target_seed)
+    yield None  # a stale run stops here, before the exact variances of a batch size nobody wants now
+    variances = exact_variances_at_start(samples, target_seed)
+    filled = {name: np.empty((batches, LAB_T, LAB_V, LAB_V)) for name in ESTIMATORS}
+    for k, start in enumerate(range(0, batches, chunk)):
+        size = min(chunk, batches - start)
+        actions = sample(np.broadcast_to(THETA, (size, LAB_T, LAB_V, LAB_V)), samples, np.random.default_rng([seed, k]))  # (size, N, T)
+        for name in ESTIMATORS:
+            filled[name][start : start + size] = batch_estimates(THETA, actions, estimator_weights(actions, target, name))
+        # Views of the rows already written: later chunks write past them, never into them.
+        yield Batches({name: a[: start + size] for name, a in filled.items()}, batches, samples, seed, J, exact, variances)
+
+
+def histogram(x: np.ndarray, edges: np.ndarray) -> dict:
+    """Counts of `x` in the bins between `edges`, as a histogram's columns: left, right, count."""
+    counts, _ = np.histogram(x, edges)
+    return {"left": edges[:-1], "right": edges[1:], "count": counts}

@@ -1,4 +1,4 @@
-"""Sliders bound to a page's parameters, tuned for drag latency."""
+"""Sliders bound to a page's parameters, tuned for drag latency, and labelled button groups."""
 
 from __future__ import annotations
 
@@ -16,3 +16,9 @@ def slider(parameter: param.Number, **kwargs) -> pn.widgets.Widget:
     widget = cls.from_param(parameter, **kwargs)
     widget._debounce = DEBOUNCE_MS  # Panel's per-widget delay (a class attribute, default 50 ms)
     return widget
+
+
+def labelled_buttons(parameter: param.Selector) -> pn.Column:
+    """A RadioButtonGroup bound to `parameter`, under its label (button groups draw no title of their own)."""
+    buttons = pn.widgets.RadioButtonGroup.from_param(parameter)
+    return pn.Column(pn.pane.Markdown(buttons.name, margin=(0, 10, -10, 10)), buttons, align="end")

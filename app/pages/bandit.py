@@ -11,21 +11,10 @@ of section 6.7 on a worker thread, the curves filling in as it goes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import (
-    ColumnDataSource,
-    FactorRange,
-    Legend,
-    LegendItem,
-    Range1d,
-    Span,
-)
-from bokeh.transform import dodge
+from bokeh.models import ColumnDataSource, Range1d, Span
 
 from app import limits
 from app.results_cache import RESULTS
@@ -40,7 +29,7 @@ from app.text.bandit import (
     PREDICT_CHOICES,
     PREDICT_EXPLANATION,
     TABLE_CSS,
-    TRAIN_NAMES,
+    TRAINING_NOTE,
     WHY,
     summary_text,
     training_table,
@@ -51,25 +40,33 @@ from engines.bandit import (
     MEANS,
     ArmSums,
     BanditTrainingSettings,
+    TrainingView,
     arm_sums,
+    coordinate_histograms,
     exact_gradient,
     exact_total_variance,
     expected_return,
     one_sample_arms,
     optimal_baseline,
     summarise_sums,
-    training_snapshots,
+    training_views,
 )
-from engines.policy_gradient import softmax
+from widgets.bandit_plots import (
+    COLOURS,
+    gradient_figure,
+    histogram_figure,
+    training_figures,
+    variance_figure,
+)
+from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls, seed_control
 from widgets.sections import LazySections
-from widgets.sliders import slider
+from widgets.sliders import labelled_buttons, slider
 from widgets.streaming import StreamingRun
-from widgets.style import OKABE_ITO, plot
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -86,8 +83,6 @@ BINS = 80
 """Histogram bins of the one-sample estimates."""
 RESTART_DELAY_MS = 300
 """Quiet time after the last change of a training control before the run restarts."""
-COLOURS = {"exact": OKABE_ITO["grey"], "none": OKABE_ITO["orange"], "b": OKABE_ITO["blue"], "b_star": OKABE_ITO["green"]}
-TRAIN_COLOURS = dict(zip(BASELINES, (OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["green"])))
 CONTROLS = ("mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "b", "samples", "seed", "arm", "seeds", "steps", "lr", "train_seed", "section")
 """Every control, in the order of the query string."""
 ANALYTIC = {"mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "samples", "seed"}
@@ -99,70 +94,6 @@ TRAINING = {"mu1", "mu2", "mu3", "mu4", "sd", "seeds", "steps", "lr", "train_see
 def theta_of(prefer: int, logit: float) -> tuple[float, ...]:
     """The logits: all 0 (uniform), or theta_k = logit for the preferred arm k (numbered from 1)."""
     return tuple(logit if k == prefer else 0.0 for k in range(1, K + 1))
-
-
-def labelled(buttons: pn.widgets.RadioButtonGroup) -> pn.Column:
-    """A button group under its parameter's label (button groups draw no title of their own)."""
-    return pn.Column(pn.pane.Markdown(buttons.name, margin=(0, 10, -10, 10)), buttons, align="end")
-
-
-@dataclass(frozen=True)
-class TrainingView:
-    """The training curves and the counts of a run after `step` of its steps."""
-
-    settings: BanditTrainingSettings
-    """What is being trained: arms, seeds, steps, learning rate, seed."""
-    step: int
-    """Steps taken so far by every baseline."""
-    curves: dict
-    """Columns of the curve plot: step and, per baseline, mean J and the 10th/90th percentiles."""
-    arms: dict
-    """Columns of the bar chart: arm and, per baseline, how many seeds have it most likely now."""
-    stats: dict
-    """Per baseline: mean J, p10, p90, shares with P(best) > 0.5 and < 0.1, seeds on a worse arm."""
-
-
-def training_views(settings: BanditTrainingSettings, every: int) -> Iterator[TrainingView]:
-    """Walk `training_snapshots` for the three baselines in step, yielding the whole run so far.
-
-    Each snapshot holds J for every step taken; only its new rows are summarised (mean and
-    percentile band over seeds), so a long run costs the same per step at its end as at its start.
-    """
-    runs = [training_snapshots(settings, baseline, every=every) for baseline in BASELINES]
-    T = settings.steps
-    columns = {"step": np.arange(T + 1)}
-    for baseline in BASELINES:
-        columns |= {f"{baseline}_mean": np.empty(T + 1), f"{baseline}_p10": np.empty(T + 1), f"{baseline}_p90": np.empty(T + 1)}
-    done = 0  # rows of J summarised so far
-    for snapshots in zip(*runs):
-        step = snapshots[0].step
-        arms = {"arm": [str(k) for k in range(1, len(settings.means) + 1)]}
-        stats = {}
-        for baseline, snap in zip(BASELINES, snapshots):
-            new = replace(snap, J=snap.J[done:])  # rows done .. step
-            rows = slice(done, step + 1)
-            columns[f"{baseline}_mean"][rows] = new.mean_J()
-            columns[f"{baseline}_p10"][rows], columns[f"{baseline}_p90"][rows] = new.band()
-            counts = snap.argmax_counts()
-            arms[baseline] = [counts.get(k, 0) for k in range(1, len(settings.means) + 1)]
-            p_best = snap.p_best()
-            stats[baseline] = {
-                "mean_J": float(columns[f"{baseline}_mean"][step]),
-                "p10": float(columns[f"{baseline}_p10"][step]),
-                "p90": float(columns[f"{baseline}_p90"][step]),
-                "above_half": float((p_best > 0.5).mean()),
-                "below_tenth": float((p_best < 0.1).mean()),
-                "worse": settings.seeds - counts.get(snap.best + 1, 0),
-                "counts": counts,
-            }
-        done = step + 1
-        yield TrainingView(
-            settings=settings,
-            step=step,
-            curves={name: col[:done].copy() for name, col in columns.items()},
-            arms=arms,
-            stats=stats,
-        )
 
 
 EMPTY_CURVES = {"step": []} | {f"{b}_{c}": [] for b in BASELINES for c in ("mean", "p10", "p90")}
@@ -230,7 +161,7 @@ class BanditPage(pn.viewable.Viewer):
         self.predict_card = PredictionCard("bandit/baseline-effect", PREDICT, PREDICT_CHOICES, "spread", PREDICT_EXPLANATION, guide=self.guide)
         self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
         self.view: TrainingView | None = None
-        self._pending_start = None  # the session's timeout callback of a delayed restart
+        self.delayed_restart = Debounce(RESTART_DELAY_MS)
         self.run = StreamingRun(self._show_training, self._training_done, time_limit=limits.current().compute_seconds)
         self.run_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
         self._started = False
@@ -255,67 +186,6 @@ class BanditPage(pn.viewable.Viewer):
     def _opened(self, section: str) -> None:
         if section == "training" and self._started:
             self.start_training()
-
-    # -- figures, built once; every update replaces the data of their sources
-
-    def _gradient_figure(self):
-        fig = plot("arm (reply) k", "∂J/∂θ_k (reward units)", x_range=(0.5, K + 0.5), height=320)
-        fig.xaxis.ticker = list(range(1, K + 1))
-        fig.add_layout(Span(location=0, dimension="width", line_color=OKABE_ITO["grey"], line_width=1))
-        exact = fig.scatter("arm", "exact", source=self.gradient, marker="dash", size=36, line_width=3, color=COLOURS["exact"])
-        items = [LegendItem(label="exact gradient", renderers=[exact])]
-        for key, label in (("none", "Monte Carlo mean, no baseline"), ("b", "Monte Carlo mean, baseline b")):
-            fig.segment(f"x_{key}", f"low_{key}", f"x_{key}", f"high_{key}", source=self.gradient, color=COLOURS[key], line_width=2)
-            dots = fig.scatter(f"x_{key}", f"mean_{key}", source=self.gradient, size=9, color=COLOURS[key])
-            items.append(LegendItem(label=label, renderers=[dots]))
-        fig.add_layout(Legend(items=items, orientation="vertical"), "below")
-        return fig
-
-    def _variance_figure(self):
-        fig = plot("constant baseline b (reward units)", "variance of ĝ (reward²)", x_range=(0, 12), height=320)
-        line = fig.line("b", "exact", source=self.curve, color=COLOURS["exact"], line_width=2)
-        fig.segment("b", "low", "b", "high", source=self.points, color=COLOURS["none"], line_width=2)
-        dots = fig.scatter("b", "mc", source=self.points, size=8, color=COLOURS["none"])
-        marks = fig.scatter("b", "variance", source=self.marks, marker="diamond", size=15, color="colour")
-        fig.add_layout(self.b_rule)
-        fig.add_layout(self.b_star_rule)
-        items = [
-            LegendItem(label="exact", renderers=[line]),
-            LegendItem(label="Monte Carlo ± 2 SE (the seed's sweep)", renderers=[dots]),
-            LegendItem(label="b* (green) and the current b (blue)", renderers=[marks]),
-        ]
-        fig.add_layout(Legend(items=items, orientation="vertical"), "below")
-        return fig
-
-    def _histogram_figure(self):
-        fig = plot("one-sample estimate ĝ_k (reward units)", "samples per bin", height=300)
-        none = fig.quad(left="left", right="right", bottom=0, top="none", source=self.histogram, color=COLOURS["none"], alpha=0.55, line_width=0)
-        base = fig.quad(left="left", right="right", bottom=0, top="baseline", source=self.histogram, color=COLOURS["b"], alpha=0.55, line_width=0)
-        fig.add_layout(self.exact_rule)
-        items = [
-            LegendItem(label="r · score_k (no baseline)", renderers=[none]),
-            LegendItem(label="(r − b) · score_k (same samples)", renderers=[base]),
-        ]
-        fig.add_layout(Legend(items=items, orientation="horizontal"), "below")
-        return fig
-
-    def _training_figures(self):
-        fig = plot("REINFORCE step", "J (reward units)", x_range=self.steps_range, y_range=self.J_range, height=340)
-        items = []
-        for baseline in BASELINES:
-            colour = TRAIN_COLOURS[baseline]
-            band = fig.varea("step", f"{baseline}_p10", f"{baseline}_p90", source=self.curves, fill_color=colour, fill_alpha=0.2)
-            line = fig.line("step", f"{baseline}_mean", source=self.curves, color=colour, line_width=2)
-            items.append(LegendItem(label=f"{TRAIN_NAMES[baseline]}: mean, 10th to 90th percentile", renderers=[line, band]))
-        fig.add_layout(Legend(items=items, orientation="vertical"), "below")
-        arms = [str(k) for k in range(1, K + 1)]
-        bars = plot("most likely arm at the current step", "seeds", x_range=FactorRange(*arms), y_range=self.seeds_range, height=340)
-        bar_items = []
-        for offset, baseline in zip((-0.27, 0.0, 0.27), BASELINES):
-            glyph = bars.vbar(x=dodge("arm", offset, range=bars.x_range), top=baseline, width=0.25, source=self.arms, color=TRAIN_COLOURS[baseline])
-            bar_items.append(LegendItem(label=TRAIN_NAMES[baseline], renderers=[glyph]))
-        bars.add_layout(Legend(items=bar_items, orientation="vertical"), "below")
-        return fig, bars
 
     # -- updates
 
@@ -390,18 +260,8 @@ class BanditPage(pn.viewable.Viewer):
         self.summary.object = f'<p class="fl-summary">{summary_text(self.means, self.sd, self.theta, self.b, self.samples, self.seed, mc)}</p>'
 
     def _update_histogram(self):
-        r, a = self.draws
         k = self.arm - 1
-        score_k = (a == k) - softmax(np.asarray(self.theta, dtype=float))[k]  # (N,) s_ik = 1[a_i = k] - pi_k
-        none, baseline = r * score_k, (r - self.b) * score_k  # ĝ_k with b = 0 and with b, same samples
-        span = (min(none.min(), baseline.min()), max(none.max(), baseline.max()))  # shared bins (equal widths: numpy's fast path)
-        counts_none, edges = np.histogram(none, bins=BINS, range=span)
-        self.histogram.data = {
-            "left": edges[:-1],
-            "right": edges[1:],
-            "none": counts_none,
-            "baseline": np.histogram(baseline, bins=BINS, range=span)[0],
-        }
+        self.histogram.data = coordinate_histograms(*self.draws, self.theta, k, self.b, BINS)
         self.exact_rule.location = float(exact_gradient(self.means, self.theta)[k])
 
     # -- training, streamed from a worker thread
@@ -423,17 +283,7 @@ class BanditPage(pn.viewable.Viewer):
         that the next step of the drag would cancel anyway."""
         self.run.stop()
         self._clear_training()
-        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
-        if doc is None:  # no browser session (tests): nothing to wait for
-            self.start_training()
-            return
-        if self._pending_start is not None:
-            doc.remove_timeout_callback(self._pending_start)
-        self._pending_start = doc.add_timeout_callback(self._start_pending, RESTART_DELAY_MS)
-
-    def _start_pending(self) -> None:
-        self._pending_start = None
-        self.start_training()
+        self.delayed_restart.soon("training", self.start_training)
 
     def _clear_training(self) -> None:
         self.curves.data = dict(EMPTY_CURVES)
@@ -478,8 +328,8 @@ class BanditPage(pn.viewable.Viewer):
     def _estimates_section(self):
         return self.predict_card.guard(
             pn.Row(
-                plot_with_downloads(self._gradient_figure(), {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
-                plot_with_downloads(self._variance_figure(), {"variance_curve": self.curve, "variance_points": self.points},
+                plot_with_downloads(gradient_figure(self.gradient, K), {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
+                plot_with_downloads(variance_figure(self.curve, self.points, self.marks, self.b_rule, self.b_star_rule), {"variance_curve": self.curve, "variance_points": self.points},
                                     "Total variance against the baseline b"),
                 sizing_mode="stretch_width",
             ),
@@ -488,23 +338,18 @@ class BanditPage(pn.viewable.Viewer):
 
     def _histogram_section(self):
         return pn.Column(
-            labelled(pn.widgets.RadioButtonGroup.from_param(self.param.arm)),
+            labelled_buttons(self.param.arm),
             self.predict_card.guard(
-                plot_with_downloads(self._histogram_figure(), {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
+                plot_with_downloads(histogram_figure(self.histogram, self.exact_rule), {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
                 note="the estimates",
             ),
             sizing_mode="stretch_width",
         )
 
     def _training_section(self):
-        training_figure, arms_figure = self._training_figures()
+        training_figure, arms_figure = training_figures(self.curves, self.arms, K, self.steps_range, self.J_range, self.seeds_range)
         return pn.Column(
-            pn.pane.Markdown(
-                "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
-                "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run.",
-                sizing_mode="stretch_width",
-                margin=(0, 10),
-            ),
+            pn.pane.Markdown(TRAINING_NOTE, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
             self.run_controls,
             self.run.notice,
@@ -527,7 +372,7 @@ class BanditPage(pn.viewable.Viewer):
             pn.Row(*(slider(self.param[f"mu{k}"], width=200) for k in range(1, K + 1))),
             pn.Row(
                 slider(self.param.sd, width=200),
-                labelled(pn.widgets.RadioButtonGroup.from_param(self.param.prefer)),
+                labelled_buttons(self.param.prefer),
                 slider(self.param.logit, width=220, visible=self.param.prefer.rx() != 0),
             ),
         )

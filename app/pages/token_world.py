@@ -10,24 +10,12 @@ critics) run on worker threads and stream into their plots.
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 
 import numpy as np
 import panel as pn
 import param
-from bokeh.layouts import gridplot
-from bokeh.models import (
-    ColorBar,
-    ColumnDataSource,
-    DataRange1d,
-    HoverTool,
-    Legend,
-    LegendItem,
-    LinearColorMapper,
-    Span,
-)
-from bokeh.palettes import Viridis256
+from bokeh.models import ColumnDataSource
 
 from app import limits
 from app.results_cache import RESULTS
@@ -36,29 +24,34 @@ from app.text.token_world import (
     EPISODE_CSS,
     EQUATION,
     INTRO,
+    LAMBDA_INTRO,
     NOTICE,
     PREDICT,
     PREDICT_CHOICES,
     PREDICT_EXPLANATION,
+    TRAINING_INTRO,
     WHY,
+    episode_note,
     episode_table_html,
     lambda_zero_text,
+    mc_checked_text,
     summary_text,
+    training_note,
     training_table,
 )
 from engines.token_world import (
     TokenWorldSettings,
     gae_decomposition_exact,
-    gae_decomposition_mc,
+    mc_steps,
     one_episode,
-    sample_tokens,
+    reply_tokens,
     token_values,
 )
 from engines.token_world_training import (
     TokenWorldTrainingSettings,
     summarise_training,
-    train_token_world_steps,
     training_methods,
+    training_stream,
 )
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
@@ -68,7 +61,14 @@ from widgets.run_controls import RunControls, seed_control
 from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingCurve, StreamingRun
-from widgets.style import OKABE_ITO, plot
+from widgets.token_world_plots import (
+    decomposition_columns,
+    heat_map,
+    lambda_panels,
+    show_heat_axes,
+    show_lambda_axes,
+    value_cells,
+)
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -77,12 +77,8 @@ SUMMARY = "A six-token world where every value is exact: TD errors, GAE and the 
 
 MAX_T = 12
 """Longest reply on the page: exact enumeration of all 2^12 = 4096 replies answers a slider in well under 0.1 s."""
-CHAPTER_REPLY = "ABABAA"
-"""The episode printed in seed 000 section 6.9 (T = 6)."""
 SLIGHT_NOISE = 0.05
 """The seed's middle critic: exact V plus noise of sd 0.05."""
-CRITICS = ("exact", "slight", "chosen")
-"""The three panels' critics: the exact V, V + 0.05 z, V + (the slider's noise) z."""
 LAMBDA_GRID = tuple(round(x, 2) for x in np.linspace(0.0, 1.0, 21))
 """Lambdas of the exact bias^2 / variance curves, 0 to 1 in steps of 0.05 (the seed's eight among them)."""
 MC_LAMBDAS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1.0)
@@ -99,14 +95,6 @@ TRAINING_COLUMNS = ("none", "loo") + tuple(f"gae_{lam:g}" for lam in TRAINING_LA
 """Column names of the training curves' data, one per row of `training_methods`."""
 
 
-def reply_tokens(reply: str, episode_seed: int, T: int, p_a: float) -> str:
-    """The episode's reply: the chapter's ABABAA (when T = 6), else T tokens sampled from the policy."""
-    if reply == "chapter" and T == len(CHAPTER_REPLY):
-        return CHAPTER_REPLY
-    drawn = sample_tokens(np.random.default_rng(episode_seed), 1, T, p_a)[0]
-    return "".join("A" if a else "B" for a in drawn)
-
-
 def critic_columns(noises: np.ndarray, noise: float) -> tuple[int, int, int]:
     """Columns of a decomposition for the three panels: exact V, V + 0.05 z, V + noise z.
 
@@ -114,37 +102,6 @@ def critic_columns(noises: np.ndarray, noise: float) -> tuple[int, int, int]:
     """
     chosen = np.flatnonzero(noises == noise)
     return 0, int(np.flatnonzero(noises == SLIGHT_NOISE)[0]), int(chosen[-1]) if len(chosen) else 0
-
-
-def decomposition_columns(d, columns) -> dict:
-    """A decomposition as plot columns: lam, then bias2_/variance_/total_ for each of CRITICS.
-
-    `columns` are the decomposition's critic columns of the three panels (`critic_columns`);
-    `d` None gives the empty columns.
-    """
-    data = {"lam": [] if d is None else d.lambdas}
-    for critic, j in zip(CRITICS, columns or (None,) * len(CRITICS)):
-        for name in ("bias2", "variance", "total"):
-            data[f"{name}_{critic}"] = [] if d is None else getattr(d, name)[:, j]
-    return data
-
-
-def mc_steps(settings: TokenWorldSettings):
-    """The Monte Carlo check as a stream: a full decomposition on 1/8, 1/4, 1/2 and all of the
-    episodes (each its own estimate), so a first answer arrives quickly and the last is the full one."""
-    sizes = sorted({max(2, settings.episodes // d) for d in (8, 4, 2, 1)})
-    for n in sizes:
-        yield n, settings.episodes, gae_decomposition_mc(dataclasses.replace(settings, episodes=n))
-
-
-def training_stream(settings: TokenWorldTrainingSettings):
-    """`train_token_world_steps`, accumulated: yields (methods, success so far (M, step+1, S), steps)."""
-    success = None
-    for snap in train_token_world_steps(settings):
-        if success is None:
-            success = np.empty((len(snap.methods), settings.steps + 1, settings.seeds))
-        success[:, snap.step] = snap.success
-        yield snap.methods, success[:, : snap.step + 1], settings.steps
 
 
 class TokenWorldPage(pn.viewable.Viewer):
@@ -178,6 +135,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.at_lam = ColumnDataSource(name="chosen_lambda")
         self.heat = None  # the figures are built with their sections, on first view
         self.panels: list = []
+        self.lam_rules: list = []
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
         self.metrics = MetricRow(
             {
@@ -234,66 +192,20 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ figures
 
-    def _heat_map(self):
-        fig = plot("position t (tokens written)", "A's so far k", x_range=(-0.5, 0.5), y_range=(-0.5, 0.5), height=380)
-        mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0)
-        cells = fig.rect("t", "k", width=1, height=1, source=self.cells, fill_color={"field": "V", "transform": mapper}, line_color=None)
-        fig.line("t", "k", source=self.path, line_color=OKABE_ITO["vermillion"], line_width=3, line_alpha=0.8, legend_label="the episode below")
-        fig.scatter("t", "k", source=self.path, color=OKABE_ITO["vermillion"], size=7)
-        # One text colour on a light box reads on every cell colour (a per-cell colour column breaks
-        # BokehJS 3.9's text glyph when the number of cells changes).
-        fig.text(
-            "t", "k", text="label", source=self.cells, text_align="center", text_baseline="bottom", y_offset=-4,
-            text_font_size="9pt", text_color="#000000", background_fill_color="#ffffff", background_fill_alpha=0.7, padding=1,
-        )
-        fig.legend.location = "top_left"
-        fig.add_tools(HoverTool(renderers=[cells], tooltips=[("state", "(@t, @k)"), ("V", "@V{0.0000}")]))
-        fig.add_layout(ColorBar(color_mapper=mapper, title="V(t, k)", width=12), "right")
-        fig.xgrid.visible = fig.ygrid.visible = False
-        return fig
-
     def _show_heat_axes(self) -> None:
         """The heat map's axes fit T and its title states the formula with the current P(A) and threshold."""
-        if self.heat is None:
-            return
-        for r in (self.heat.x_range, self.heat.y_range):
-            r.start, r.end = -0.5, self.T - 0.5
-        self.heat.title.text = f"Exact V(t, k) = γ^(T−1−t) · P[k + Binomial(T − t, {self.p_a:.2f}) ≥ {self.threshold}]"
+        if self.heat is not None:
+            show_heat_axes(self.heat, self.T, self.p_a, self.threshold)
 
     def _lambda_panels(self):
-        """The seed's three panels side by side, one toolbar (its save tool saves all three), one y axis."""
-        y_range = DataRange1d(start=0.0)
-        self.lam_rules = []
-        colours = {"bias2": OKABE_ITO["vermillion"], "variance": OKABE_ITO["blue"], "total": OKABE_ITO["green"]}
-        names = {"bias2": "bias²", "variance": "variance", "total": "total error"}
-        figs = []
-        for i, critic in enumerate(CRITICS):
-            fig = plot("GAE λ", "squared error (value units²)" if i == 0 else "", x_range=(-0.02, 1.02), y_range=y_range, height=300)
-            items = []
-            for column, colour in colours.items():
-                line = fig.line("lam", f"{column}_{critic}", source=self.curves, color=colour, line_width=2)
-                dots = fig.scatter("lam", f"{column}_{critic}", source=self.mc, fill_color=None, line_color=colour, size=9, line_width=2)
-                items.append(LegendItem(label=names[column], renderers=[line]))
-            items.append(LegendItem(label="Monte Carlo check", renderers=[dots]))
-            items.append(LegendItem(label="the chosen λ", renderers=[fig.scatter("lam", f"total_{critic}", source=self.at_lam, color=colour, size=12, marker="diamond")]))
-            rule = Span(location=self.lam, dimension="height", line_color=OKABE_ITO["grey"], line_dash=[4, 3], line_width=1.5)
-            fig.add_layout(rule)
-            self.lam_rules.append(rule)
-            if i == 0:
-                fig.add_layout(Legend(items=items, location="top_left"))
-            figs.append(fig)
-        figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
-        self.panels = figs
+        grid, self.panels, self.lam_rules = lambda_panels(self.curves, self.mc, self.at_lam, SLIGHT_NOISE)
         self._show_lambda_axes()
-        return gridplot([figs], sizing_mode="stretch_width", merge_tools=True, toolbar_location="right")
+        return grid
 
     def _show_lambda_axes(self) -> None:
         """The third panel's title names the slider's noise; the dashed rule marks the chosen λ."""
-        if not self.panels:
-            return
-        self.panels[2].title.text = f"V + noise {self.critic_noise:.2f} (the slider)"
-        for rule in self.lam_rules:
-            rule.location = self.lam
+        if self.panels:
+            show_lambda_axes(self.panels, self.lam_rules, self.critic_noise, self.lam)
 
     # ------------------------------------------------------------------ updates
 
@@ -345,14 +257,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     def _update_world(self):
         T = self.T
         v = RESULTS.get(token_values, T, self.threshold, self.p_a, self.gamma)
-        t, k = np.nonzero(np.tri(T, T + 1, dtype=bool))  # reachable states only: k <= t
-        V = v.V[t, k]
-        self.cells.data = {
-            "t": t,
-            "k": k,
-            "V": V,
-            "label": [f"{x:.2f}" for x in V] if T <= LABELLED_T else [""] * len(V),
-        }
+        self.cells.data = value_cells(v.V, labelled=T <= LABELLED_T)
         self._show_heat_axes()
         self.metrics.update(V=v.V[0, 0], QA=v.Q[0, 0, 1], QB=v.Q[0, 0, 0], AA=v.A[0, 0, 1], AB=v.A[0, 0, 0])
         self.why.object = lambda_zero_text(T, self.threshold, self.p_a, self.gamma)
@@ -375,15 +280,9 @@ class TokenWorldPage(pn.viewable.Viewer):
             "V_next": e.V_next, "delta": e.delta, "gae": e.gae, "exact_A": e.exact_A, "monte_carlo": e.monte_carlo,
         }
         self.table.object = episode_table_html(e, self.lam, self.gamma, self.critic_noise)
-        self.episode_note.object = self._episode_note()
+        self.episode_note.object = episode_note(self.reply, self.T, self.episode_seed, self.p_a)
         values = RESULTS.get(token_values, self.T, self.threshold, self.p_a, self.gamma)
         self.summary.object = f'<p class="fl-summary">{summary_text(self.T, self.threshold, self.p_a, self.lam, self.critic_noise, values, d, columns)}</p>'
-
-    def _episode_note(self) -> str:
-        if self.reply == "chapter" and self.T == len(CHAPTER_REPLY):
-            return "The chapter's episode ABABAA (section 6.9). **New episode** samples one from the policy instead."
-        lead = f"The chapter's reply has {len(CHAPTER_REPLY)} tokens, so with T = {self.T} a reply is sampled instead: " if self.reply == "chapter" else ""
-        return f"{lead}episode seed **{self.episode_seed}**, {self.T} tokens from the policy with P(A) = {self.p_a:.2f}."
 
     def new_episode(self) -> None:
         """Sample a fresh reply: a new episode seed, drawn at random."""
@@ -420,10 +319,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.mc.data = decomposition_columns(d, columns)
         gap = float(np.abs(d.total[:, columns] - exact.total[:, columns]).max())
         self.mc_controls.progress = n / target
-        self.mc_status.object = (
-            f"Monte Carlo check with **{n:,}** sampled episodes (critic seed {self.seed}): the open circles. "
-            f"Largest gap to the exact total error: {gap:.4f}."
-        )
+        self.mc_status.object = mc_checked_text(n, self.seed, gap)
 
     def _mc_done(self, finished: bool) -> None:
         self.mc_controls.running = False
@@ -476,16 +372,7 @@ class TokenWorldPage(pn.viewable.Viewer):
             self._show_training_note()
 
     def _show_training_note(self) -> None:
-        key = self._trained_with
-        if key is None:
-            self.training_note.object = "Press **Start** to train; the curves fill in as it goes."
-            return
-        shift = f"+{REWARD_SHIFT:g} reward shift" if key["shift"] else "no reward shift"
-        stale = "" if key == self._training_key() else " The controls have changed since: press **Start** to train with them."
-        self.training_note.object = (
-            f"Trained with T = {key['T']}, threshold {key['threshold']}, {key['seeds']} seeds × {key['steps']} updates "
-            f"of 16 episodes, {shift}, training seed {key['train_seed']}.{stale}"
-        )
+        self.training_note.object = training_note(self._trained_with, self._training_key(), REWARD_SHIFT)
 
     def close(self) -> None:
         """Stop the Monte Carlo check and the training (the browser tab closed)."""
@@ -495,7 +382,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     # ------------------------------------------------------------------ layout
 
     def _values_section(self):
-        self.heat = self._heat_map()
+        self.heat = heat_map(self.cells, self.path)
         self._show_heat_axes()
         return plot_with_downloads(self.heat, {"values": self.cells}, "Exact values V(t, k); blank cells cannot be reached (k > t)")
 
@@ -518,12 +405,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     def _lambda_section(self):
         return self.predict_card.guard(
             pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
-            pn.pane.Markdown(
-                "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
-                "against the exact advantage splits in two, averaged over the visited (state, action) pairs:",
-                sizing_mode="stretch_width",
-                margin=(0, 10),
-            ),
+            pn.pane.Markdown(LAMBDA_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
             plot_with_downloads(self._lambda_panels(), {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
             pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_controls),
@@ -534,13 +416,7 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     def _training_section(self):
         return pn.Column(
-            pn.pane.Markdown(
-                "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, 16 episodes per update. "
-                "The GAE critics start at 0 and learn from the λ-returns as they go (γ = 1; P(A), λ, the noise and γ "
-                "above do not enter). Shifting every reward by +5 changes nothing about which replies are better.",
-                sizing_mode="stretch_width",
-                margin=(0, 10),
-            ),
+            pn.pane.Markdown(TRAINING_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(
                 pn.widgets.Checkbox.from_param(self.param.shift, align="center"),
                 pn.widgets.IntInput.from_param(self.param.seeds, width=140),

@@ -16,8 +16,6 @@ estimates already drawn.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
 
 import numpy as np
 import panel as pn
@@ -38,20 +36,24 @@ from app.text.toy_target import (
     TABLE_CSS,
     WHY,
     check_yourself_text,
+    seed_note_text,
     summary_text,
     training_html,
     variance_table_html,
 )
 from engines.toy_target import (
+    ACTIVE,
     ESTIMATORS,
+    LAB_T,
+    LAB_V,
+    Batches,
     ToyTargetSettings,
     TrainingSnapshot,
-    batch_estimates,
+    coordinate,
+    draw_batches,
     draw_target,
-    estimator_weights,
-    exact_gradient,
-    exact_variances,
-    sample,
+    histogram,
+    sd_and_se,
     train,
 )
 from widgets.downloads import csv_download, plot_with_downloads
@@ -62,128 +64,21 @@ from widgets.run_controls import RunControls
 from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
-from widgets.style import OKABE_ITO, plot
+from widgets.style import OKABE_ITO
+from widgets.toy_target_plots import (
+    COLOURS,
+    hist_figure,
+    scatter_figure,
+    training_figure,
+)
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
 TITLE = "The toy target task"
 SUMMARY = "REINFORCE on a task small enough to enumerate: estimates against the exact gradient, and what a baseline buys."
 
-T, V = ToyTargetSettings.T, ToyTargetSettings.V
+T, V = LAB_T, LAB_V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
-THETA = np.zeros((T, V, V))
-"""The uniform starting policy, where Exercise 2 and Figure 2 measure."""
-CHUNK = 50
-"""Batches drawn per step of the Monte Carlo run; chunk k uses the generator default_rng([seed, k]),
-so more batches extend the same draws instead of replacing them."""
-SEED_SD = {"none": 0.023, "loo": 0.014}
-"""Figure 2's standard deviations (N = 16, 500 batches, the target's first symbol at step 1)."""
-COLOURS = dict(zip(ESTIMATORS, (OKABE_ITO["grey"], OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["orange"], OKABE_ITO["purple"])))
-"""One colour per estimator, the same on every panel."""
-ACTIVE = np.ones((T, V, V), dtype=bool)
-ACTIVE[0, 1:] = False  # step 1 reads only the start context c = 0; the other rows never move
-"""The coordinates of theta that can have a gradient (328 of 384)."""
-
-
-@lru_cache(maxsize=64)
-def exact_at_start(target_seed: int) -> tuple[float, np.ndarray]:
-    """J and the exact gradient at the uniform policy for one target (equations 3 and 4)."""
-    return exact_gradient(THETA, draw_target(T, V, target_seed))
-
-
-@lru_cache(maxsize=256)
-def exact_variances_at_start(samples: int, target_seed: int) -> dict:
-    """Exact variance of every coordinate of one estimate, per estimator, at the uniform policy."""
-    return exact_variances(THETA, draw_target(T, V, target_seed), samples)
-
-
-def coordinate(t: int, prev: int, symbol: int) -> tuple[int, int, int]:
-    """The index (t, c, k) into theta of step t (counted from 1), previous symbol and symbol.
-
-    Step 1 has no previous symbol: it reads the start context c = 0 whatever `prev` says.
-    """
-    return (t - 1, 0 if t == 1 else prev, symbol)
-
-
-def sd_and_se(x: np.ndarray) -> tuple[float, float]:
-    """Sample standard deviation s of `x` and its standard error, SE(s) = SE(s^2) / (2 s)."""
-    squares = (x - x.mean()) ** 2
-    s = math.sqrt(squares.sum() / (len(x) - 1))
-    return s, (float(squares.std(ddof=1)) / math.sqrt(len(x)) / (2 * s) if s > 0 else 0.0)
-
-
-@dataclass(frozen=True)
-class Batches:
-    """The one-batch estimates drawn so far at the uniform policy, with the exact answers."""
-
-    estimates: dict
-    """estimator -> (drawn, T, V, V) one-batch estimates g_hat, the same samples for every estimator."""
-    total: int
-    """Batches the run will draw in all."""
-    samples: int
-    """Responses N per batch."""
-    seed: int
-    """Seed of the draws."""
-    J: float
-    """Exact expected reward at the uniform policy (1/V)."""
-    exact: np.ndarray
-    """Exact gradient, (T, V, V)."""
-    exact_variances: dict = field(repr=False)
-    """estimator -> (T, V, V) exact variance of one estimate."""
-
-    @property
-    def drawn(self) -> int:
-        return len(self.estimates["none"])
-
-    @cached_property
-    def means(self) -> dict:
-        """estimator -> (T, V, V) mean of the estimates drawn."""
-        return {name: g.mean(0) for name, g in self.estimates.items()}
-
-    @cached_property
-    def variance_rows(self) -> list[dict]:
-        """Exercise 2's table: the total variance sum_j Var(g_hat_j) per estimator, measured and exact.
-
-        Measured: the mean over batches of sum_j (g_hat_j - mean_j)^2 B/(B - 1), whose mean is the
-        sum of the coordinates' unbiased sample variances; its standard error is that of a mean.
-        """
-        B, rows = self.drawn, []
-        for name, g in self.estimates.items():
-            per_batch = ((g - self.means[name]) ** 2).reshape(B, -1).sum(-1) * (B / (B - 1))  # (B,)
-            rows.append({
-                "estimator": name,
-                "label": ESTIMATORS[name],
-                "measured": float(per_batch.mean()),
-                "se": float(per_batch.std(ddof=1) / math.sqrt(B)),
-                "exact": float(self.exact_variances[name].sum()),
-            })
-        return rows
-
-
-def draw_batches(samples: int, batches: int, target_seed: int, seed: int, chunk: int = CHUNK):
-    """Exercise 2 in chunks: yields `Batches` after every `chunk` batches of N = `samples` responses.
-
-    Each chunk samples from the uniform policy and forms every estimator's g_hat on the same
-    responses (engines.toy_target: sample, estimator_weights, batch_estimates), exactly as
-    `variance_experiment` does on one generator, so a run can be stopped between chunks.
-    """
-    target = draw_target(T, V, target_seed)
-    J, exact = exact_at_start(target_seed)
-    yield None  # a stale run stops here, before the exact variances of a batch size nobody wants now
-    variances = exact_variances_at_start(samples, target_seed)
-    filled = {name: np.empty((batches, T, V, V)) for name in ESTIMATORS}
-    for k, start in enumerate(range(0, batches, chunk)):
-        size = min(chunk, batches - start)
-        actions = sample(np.broadcast_to(THETA, (size, T, V, V)), samples, np.random.default_rng([seed, k]))  # (size, N, T)
-        for name in ESTIMATORS:
-            filled[name][start : start + size] = batch_estimates(THETA, actions, estimator_weights(actions, target, name))
-        # Views of the rows already written: later chunks write past them, never into them.
-        yield Batches({name: a[: start + size] for name, a in filled.items()}, batches, samples, seed, J, exact, variances)
-
-
-def histogram(x: np.ndarray, edges: np.ndarray) -> dict:
-    counts, _ = np.histogram(x, edges)
-    return {"left": edges[:-1], "right": edges[1:], "count": counts}
 
 
 class ToyTargetPage(pn.viewable.Viewer):
@@ -270,39 +165,6 @@ class ToyTargetPage(pn.viewable.Viewer):
         # Training runs only once its section is open: a visit that never looks at it costs no run.
         if section == "training" and self._started:
             self.start_training()
-
-    # --- figures -------------------------------------------------------------------------
-
-    def _scatter_figure(self):
-        fig = plot("exact gradient ∂J/∂θ (reward per unit logit)", "mean of the one-batch estimates", height=320)
-        fig.line("x", "y", source=self.identity, color=OKABE_ITO["grey"], line_dash=[4, 3], legend_label="mean = exact")
-        for name, label in ESTIMATORS.items():
-            renderer = fig.scatter("exact", name, source=self.means, color=COLOURS[name], size=6, alpha=0.7, legend_label=label)
-            renderer.visible = name in ("none", "loo", "token")
-        fig.scatter("exact", "mean", source=self.focus, marker="circle", size=14, fill_alpha=0, line_color=OKABE_ITO["vermillion"],
-                    line_width=2, legend_label="the chosen coordinate")
-        fig.legend.location = "top_left"
-        fig.legend.click_policy = "hide"
-        return fig
-
-    def _hist_figure(self):
-        fig = plot("one-batch estimate of ∂J/∂θ at the coordinate", "batches", height=320)
-        fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_none, color=COLOURS["none"], fill_alpha=0.55,
-                 line_color=None, legend_label=ESTIMATORS["none"])
-        # The compared estimator's colour and name are columns of its source, so a new choice is a data update.
-        fig.quad(left="left", right="right", top="count", bottom=0, source=self.hist_other, color="colour",
-                 fill_alpha=0.55, line_color=None, legend_field="label")
-        fig.add_layout(self.exact_rule)
-        fig.legend.location = "top_right"
-        return fig
-
-    def _training_figure(self):
-        fig = plot("training step", "exact expected reward J", y_range=(0, 1.02), height=320)
-        fig.add_layout(Span(location=0.9, dimension="width", line_color=OKABE_ITO["vermillion"], line_dash=[4, 3], line_width=1.5))
-        fig.multi_line("xs", "ys", source=self.curves, line_color="colour", line_width=1.5, line_alpha=0.8, legend_field="label")
-        fig.scatter("step", "J", source=self.reached, color="colour", size=8, marker="diamond")
-        fig.legend.location = "bottom_right"
-        return fig
 
     # --- events --------------------------------------------------------------------------
 
@@ -395,13 +257,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         exact_other = math.sqrt(float(b.exact_variances[self.estimator][coord]))
         self.metrics.update(exact=exact_value, sd_none=sd_none, sd_none_exact=exact_none, sd_other=sd_other, sd_other_exact=exact_other)
         self.summary.object = f'<p class="fl-summary">{summary_text(coord, b, self.estimator, x_none, x_other)}</p>'
-        self.seed_note.object = (
-            f"Figure 2 (N = 16, 500 batches, the target's first symbol at step 1) measured sd **{SEED_SD['none']}** without a "
-            f"baseline and **{SEED_SD['loo']}** with leave-one-out. Here: {sd_none:.3f} ± {se_none:.4f} and, "
-            f"{label}, {sd_other:.3f} ± {se_other:.4f} (± one standard error)."
-            + (" The spike at 0 is mostly batches in which no sample wrote the symbol: the baseline's weights sum to zero "
-               "over a batch, so such a batch gives exactly 0." if self.estimator in ("loo", "batch_mean", "token_loo") else "")
-        )
+        self.seed_note.object = seed_note_text(self.estimator, (sd_none, se_none), (sd_other, se_other))
 
     # --- training ------------------------------------------------------------------------
 
@@ -439,7 +295,7 @@ class ToyTargetPage(pn.viewable.Viewer):
             slider(self.param.symbol, width=160),
         )
         return pn.Column(
-            plot_with_downloads(self._hist_figure(), {"hist_none": self.hist_none, "hist_compared": self.hist_other},
+            plot_with_downloads(hist_figure(self.hist_none, self.hist_other, self.exact_rule), {"hist_none": self.hist_none, "hist_compared": self.hist_other},
                                 "Figure 2: one coordinate's one-batch estimates (line: the exact gradient)"),
             coordinate_controls,
             self.seed_note,
@@ -447,7 +303,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         )
 
     def _means_section(self):
-        return plot_with_downloads(self._scatter_figure(), {"mean_estimates": self.means}, "Mean of the estimates against the exact gradient")
+        return plot_with_downloads(scatter_figure(self.means, self.identity, self.focus), {"mean_estimates": self.means}, "Mean of the estimates against the exact gradient")
 
     def _variance_section(self):
         return pn.Column(
@@ -465,7 +321,7 @@ class ToyTargetPage(pn.viewable.Viewer):
             pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
             self.training_controls,
             self.training_run.notice,
-            plot_with_downloads(self._training_figure(), {"training": self.training_table}),
+            plot_with_downloads(training_figure(self.curves, self.reached), {"training": self.training_table}),
             self.training_summary,
             sizing_mode="stretch_width",
         )

@@ -7,15 +7,10 @@ and app/pages/bandit.py shows them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from engines.bandit import expected_return
+from engines.bandit import TrainingView, expected_return
 from engines.policy_gradient import softmax
-
-if TYPE_CHECKING:
-    from app.pages.bandit import TrainingView
 
 TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
 """The three baselines of section 6.7's training, as the plots and the table name them."""
@@ -105,6 +100,11 @@ def training_table(view: TrainingView | None) -> str:
     )
 
 
+TRAINING_NOTE = (
+    "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
+    "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run."
+)
+"""What the training section trains, above its controls."""
 TABLE_CSS = """
 .fl-training { border-collapse: collapse; margin: 0.3em 0.6em; font-variant-numeric: tabular-nums; }
 .fl-training caption { caption-side: top; text-align: left; opacity: 0.8; }

@@ -12,7 +12,7 @@ import html
 import numpy as np
 
 from app.results_cache import RESULTS
-from engines.token_world import token_values
+from engines.token_world import CHAPTER_REPLY, token_values
 from engines.token_world_training import TokenWorldTrainingSettings
 
 WHY = (
@@ -57,6 +57,46 @@ DECOMPOSITION = (
     r"\text{bias}^2 = \big(\mathbb{E}[\hat A \mid s, a] - A(s, a)\big)^2, \qquad "
     r"\text{variance} = \mathbb{E}\big[(\hat A - \mathbb{E}[\hat A \mid s, a])^2\big]"
 )
+
+LAMBDA_INTRO = (
+    "Computed exactly: every one of the 2^T replies, weighted by its probability. The squared error of GAE "
+    "against the exact advantage splits in two, averaged over the visited (state, action) pairs:"
+)
+"""Above the decomposition and the three panels of the λ section."""
+TRAINING_INTRO = (
+    "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, 16 episodes per update. "
+    "The GAE critics start at 0 and learn from the λ-returns as they go (γ = 1; P(A), λ, the noise and γ "
+    "above do not enter). Shifting every reward by +5 changes nothing about which replies are better."
+)
+"""What the training section trains, above its controls."""
+
+
+def episode_note(reply: str, T: int, episode_seed: int, p_a: float) -> str:
+    """Which episode the table shows: the chapter's ABABAA, or one sampled from the policy (and why, if the chapter's was asked for)."""
+    if reply == "chapter" and T == len(CHAPTER_REPLY):
+        return "The chapter's episode ABABAA (section 6.9). **New episode** samples one from the policy instead."
+    lead = f"The chapter's reply has {len(CHAPTER_REPLY)} tokens, so with T = {T} a reply is sampled instead: " if reply == "chapter" else ""
+    return f"{lead}episode seed **{episode_seed}**, {T} tokens from the policy with P(A) = {p_a:.2f}."
+
+
+def mc_checked_text(episodes: int, seed: int, gap: float) -> str:
+    """The Monte Carlo check so far: its episodes and its largest gap to the exact total error."""
+    return (
+        f"Monte Carlo check with **{episodes:,}** sampled episodes (critic seed {seed}): the open circles. "
+        f"Largest gap to the exact total error: {gap:.4f}."
+    )
+
+
+def training_note(trained: dict | None, controls: dict, reward_shift: float) -> str:
+    """What the last run trained with (`trained`: T, threshold, shift, seeds, steps, train_seed), and whether `controls` have moved since."""
+    if trained is None:
+        return "Press **Start** to train; the curves fill in as it goes."
+    shift = f"+{reward_shift:g} reward shift" if trained["shift"] else "no reward shift"
+    stale = "" if trained == controls else " The controls have changed since: press **Start** to train with them."
+    return (
+        f"Trained with T = {trained['T']}, threshold {trained['threshold']}, {trained['seeds']} seeds × {trained['steps']} updates "
+        f"of 16 episodes, {shift}, training seed {trained['train_seed']}.{stale}"
+    )
 
 
 def episode_table_html(e, lam: float, gamma: float, noise: float) -> str:

@@ -8,14 +8,10 @@ engines/toy_target.py, and app/pages/toy_target.py shows them.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engines.toy_target import ESTIMATORS, ToyTargetSettings, TrainingSnapshot
-
-if TYPE_CHECKING:
-    from app.pages.toy_target import Batches
+from engines.toy_target import ESTIMATORS, Batches, ToyTargetSettings, TrainingSnapshot
 
 T, V = ToyTargetSettings.T, ToyTargetSettings.V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8."""
@@ -108,6 +104,22 @@ def summary_text(coord: tuple, b: Batches, estimator: str, x_none: np.ndarray, x
         f"Over {b.drawn} batches of N = {b.samples} (seed {b.seed}) the mean estimate is "
         f"<strong>{x_none.mean():.4f}</strong> without a baseline (sd {x_none.std(ddof=1):.3f}) and "
         f"<strong>{x_other.mean():.4f}</strong> with {ESTIMATORS[estimator]} (sd {x_other.std(ddof=1):.3f})."
+    )
+
+
+SEED_SD = {"none": 0.023, "loo": 0.014}
+"""Figure 2's standard deviations (N = 16, 500 batches, the target's first symbol at step 1)."""
+
+
+def seed_note_text(estimator: str, none: tuple[float, float], other: tuple[float, float]) -> str:
+    """Figure 2's standard deviations beside the ones measured here, (sd, its SE) without a baseline and with `estimator`."""
+    (sd_none, se_none), (sd_other, se_other) = none, other
+    return (
+        f"Figure 2 (N = 16, 500 batches, the target's first symbol at step 1) measured sd **{SEED_SD['none']}** without a "
+        f"baseline and **{SEED_SD['loo']}** with leave-one-out. Here: {sd_none:.3f} ± {se_none:.4f} and, "
+        f"{ESTIMATORS[estimator]}, {sd_other:.3f} ± {se_other:.4f} (± one standard error)."
+        + (" The spike at 0 is mostly batches in which no sample wrote the symbol: the baseline's weights sum to zero "
+           "over a batch, so such a batch gives exactly 0." if estimator in ("loo", "batch_mean", "token_loo") else "")
     )
 
 

@@ -5,7 +5,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from app.pages.bandit import B_AXIS, SWEEP, BanditPage, page, summary_text, theta_of, training_table
+from app.pages.bandit import (
+    B_AXIS,
+    SWEEP,
+    BanditPage,
+    page,
+    summary_text,
+    theta_of,
+    training_table,
+)
 from engines.bandit import (
     BASELINES,
     BanditTrainingSettings,
@@ -201,8 +209,7 @@ def test_link_state_is_applied_and_sessions_are_separate():
 
 
 def test_the_predictions_guard_the_estimates_and_the_training_result():
-    from app.pages.bandit import training_views
-    from engines.bandit import MEANS
+    from engines.bandit import MEANS, training_views
 
     pg = make()
     pg.__panel__()

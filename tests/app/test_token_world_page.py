@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from app.pages.token_world import (
-    CHAPTER_REPLY,
     LAMBDA_GRID,
     MC_LAMBDAS,
     TokenWorldPage,
@@ -14,7 +13,14 @@ from app.pages.token_world import (
     page,
     reply_tokens,
 )
-from engines.token_world import TokenWorldSettings, gae_decomposition_exact, gae_decomposition_mc, one_episode, token_values
+from engines.token_world import (
+    CHAPTER_REPLY,
+    TokenWorldSettings,
+    gae_decomposition_exact,
+    gae_decomposition_mc,
+    one_episode,
+    token_values,
+)
 from engines.token_world_training import train_token_world
 
 

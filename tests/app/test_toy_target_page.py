@@ -5,9 +5,19 @@ import math
 import numpy as np
 import pytest
 
-from app.pages.toy_target import ACTIVE, THETA, T, V, ToyTargetPage, check_yourself_text, coordinate, draw_batches, page
+from app.pages.toy_target import (
+    ACTIVE,
+    T,
+    ToyTargetPage,
+    V,
+    check_yourself_text,
+    coordinate,
+    draw_batches,
+    page,
+)
 from engines.toy_target import (
     ESTIMATORS,
+    THETA,
     ToyTargetSettings,
     draw_target,
     exact_gradient,
@@ -167,7 +177,8 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
 
 
 def test_the_predictions_and_the_engines_ranking_of_the_variances(default_page):
-    from app.pages.toy_target import RANKING_ANSWER, exact_variances_at_start
+    from app.pages.toy_target import RANKING_ANSWER
+    from engines.toy_target import exact_variances_at_start
 
     pg = default_page
     pg.__panel__()
