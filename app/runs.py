@@ -158,6 +158,11 @@ class Run:
     evals: list[dict]
 
     @property
+    def label(self) -> str:
+        """The run as a legend names it: its folder's name and its β."""
+        return f"{self.id} (β {self.config.get('settings', {}).get('beta', '?')})"
+
+    @property
     def finished(self) -> bool:
         """True when every step asked for was written (never for a run whose config.json is unreadable)."""
         steps = self.config.get("settings", {}).get("steps")

@@ -80,7 +80,7 @@ def run_columns(runs: list, frontier: SampledFrontier | None) -> tuple[dict, dic
     """The paths and points of `runs` (app.runs.Run): their (exact KL, reward) evaluations in order of step, a colour
     each, and at each point the frontier's reward at its KL (NaN without a frontier)."""
     colours = [RUN_COLOURS[k % len(RUN_COLOURS)] for k in range(len(runs))]
-    labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
+    labels = [r.label for r in runs]
     evals = [[e for e in r.evals if "kl_exact" in e] for r in runs]
     paths = {"xs": [[e["kl_exact"] for e in ev] for ev in evals], "ys": [[e["reward"] for e in ev] for ev in evals],
              "colour": colours, "label": labels}
