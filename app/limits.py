@@ -23,6 +23,7 @@ import os
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -249,3 +250,19 @@ def model_problem(name: str, folders: tuple[Path, ...], max_chars: int) -> str:
     if HUB_ID.match(name) is None or "--" in name or ".." in name:
         return f"'{name}' is not a model name: give 'embedded', a hub id such as gpt2 or distilbert/distilgpt2, or a folder in {where}."
     return ""
+
+
+def start_problem(typed_model: str, folders: tuple[Path, ...], max_chars: int, make_settings: Callable[[], object],
+                  highest: dict[str, int]) -> tuple[object | None, str]:
+    """(the settings `make_settings()` builds, '') when a run may start with them, or (None, the one sentence why not):
+    the model box's text is no model (model_problem), the engine refuses the settings (its ValueError), or they ask for
+    more than the server allows (limit_problem)."""
+    problem = model_problem(typed_model, folders, max_chars)
+    if problem:
+        return None, problem
+    try:
+        settings = make_settings()
+    except ValueError as error:
+        return None, str(error)
+    problem = limit_problem(settings, highest)
+    return (None, problem) if problem else (settings, "")

@@ -158,6 +158,11 @@ class Run:
     evals: list[dict]
 
     @property
+    def label(self) -> str:
+        """The run as a legend names it: its folder's name and its β."""
+        return f"{self.id} (β {self.config.get('settings', {}).get('beta', '?')})"
+
+    @property
     def finished(self) -> bool:
         """True when every step asked for was written (never for a run whose config.json is unreadable)."""
         steps = self.config.get("settings", {}).get("steps")
@@ -306,3 +311,36 @@ def reward_model_path(root: Path, pairs, seed: int) -> Path:
     """Where a reward model trained on `pairs` with training seed `seed` is saved under ROOT/reward-models, stamped now."""
     name = f"rm-{time.strftime('%Y%m%d-%H%M%S')}-{len(pairs)}pairs-tau{pairs.tau_label:g}-seed{seed}.pt"
     return Path(root) / REWARD_MODELS / safe_name(name)
+
+
+def write_pairs(root: Path, pairs) -> Path:
+    """Save `pairs` (engines.lm.preferences.PreferencePairs) under ROOT/pairs (pairs_path); returns the file."""
+    from engines.lm.preferences import save_pairs
+
+    path = pairs_path(root, pairs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_pairs(pairs, path)
+    return path
+
+
+def read_listed_pairs(root: Path, path) -> object:
+    """The pairs of `path`, one of the files pairs_files lists (ValueError with one sentence for any other, or a bad file)."""
+    from engines.lm.preferences import load_pairs
+
+    folder = Path(root) / PAIRS_FOLDER
+    if Path(path).resolve().parent != folder.resolve():
+        raise ValueError(f"Only the pairs files listed, in {folder}, can be loaded.")
+    return load_pairs(path)
+
+
+def write_reward_model(root: Path, trained, pairs, seed: int) -> Path:
+    """Save a reward model (engines.lm.reward_model.TrainedRewardModel) trained on `pairs` with training seed `seed`,
+    with its normaliser, under ROOT/reward-models (reward_model_path), and read it back; returns the file."""
+    # engines.lm.reward_model loads torch: only a page that saves a model needs it.
+    from engines.lm.reward_model import load_reward_model, save_reward_model
+
+    path = reward_model_path(root, pairs, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_reward_model(trained, path)
+    load_reward_model(path)  # the file just written must read back
+    return path

@@ -22,6 +22,15 @@ def label_frequencies(pairs) -> dict:
     return {"gap": values, "frequency": preferred / counts, "pairs": counts}
 
 
+def pairs_rows(pairs, rows: np.ndarray, p_a: np.ndarray) -> dict:
+    """The table's columns for `rows` of `pairs` (engines.lm.preferences.PreferencePairs): the prompt, both
+    continuations with their gold scores, the label, and `p_a`, each pair's P(a ≻ b) by equation 12."""
+    return {
+        "index": rows, "prompt": pairs.prompt[rows], "text_a": pairs.text_a[rows], "g_a": pairs.g_a[rows],
+        "text_b": pairs.text_b[rows], "g_b": pairs.g_b[rows], "preferred": np.where(pairs.label[rows], "a", "b"), "p_a": p_a,
+    }
+
+
 def chance_line(fig, location: float) -> None:
     """A grey dashed rule across the figure at `location` (chance accuracy, or the loss log 2 of a coin)."""
     fig.add_layout(Span(location=location, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))

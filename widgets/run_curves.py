@@ -4,13 +4,14 @@ Each figure reads four ColumnDataSources the page fills: the run's training step
 evaluations (one row each), and the overlaid runs' steps and evaluations (one list per run, with
 its colour). The gold score g of a learned reward model is drawn dashed beside the reward; on the
 reward figure its lines are added (`add_gold`) once a run has one, as a page without it would
-draw nothing there (the column is NaN).
+draw nothing there (the column is NaN). `RunCurves` holds a page's four sources, its figures and the legend.
 """
 
 from __future__ import annotations
 
 import html
 
+import panel as pn
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 
@@ -24,6 +25,9 @@ OVERLAY_COLOURS = tuple(OKABE_ITO[k] for k in ("orange", "green", "vermillion", 
 REWARD_LABEL = "reward R (log-odds)"
 LEARNED_LABEL = "learned reward R and gold g"
 """The reward axes' label, for a registered reward and for a learned reward model (with its gold score)."""
+STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time", "gold")
+EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2", "gold")
+"""The curves' columns; "gold" is NaN (drawn as nothing) unless the reward is a learned reward model."""
 CSS = """
 .fl-legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.4em; align-items: center; margin: 0.2em 0.6em; }
 .fl-swatch { display: inline-block; width: 1.6em; height: 0.3em; vertical-align: middle; margin-right: 0.4em; }
@@ -106,3 +110,38 @@ def legend_html(labels: list[str] = (), colours: list[str] = (), gold: bool = Fa
         items.append(f'<span><span class="fl-swatch" style="background:repeating-linear-gradient(90deg,{LIVE} 0 5px,transparent 5px 9px)">'
                      "</span>dashed: the gold score g of the same replies</span>")
     return f'<div class="fl-legend">{"".join(items)}</div>'
+
+
+class RunCurves:
+    """The curves of a page: this tab's run in `steps` and `evals` (a row a training step, a row a held-out evaluation),
+    the ticked earlier runs in `overlay_steps` and `overlay_evals` (a list per run), the `reward` figure, the `others`
+    once `grid()` has made them, and the `legend`."""
+
+    def __init__(self, stylesheets: list[str]):
+        self.steps = ColumnDataSource({k: [] for k in STEP_COLUMNS}, name="metrics")
+        self.evals = ColumnDataSource({k: [] for k in EVAL_COLUMNS}, name="evals")
+        self.overlay_steps = ColumnDataSource({k: [] for k in ("xs", "reward", "p_positive", "kl", "entropy", "gold", "colour", "label")}, name="overlay_metrics")
+        self.overlay_evals = ColumnDataSource({k: [] for k in ("xs", "distinct_1", "distinct_2", "kl_xs", "reward", "gold", "colour", "label")}, name="overlay_evals")
+        self.reward = reward_figure(self.steps, self.evals, self.overlay_steps)
+        self.others: list = []  # the other curves, made when their section is first opened
+        self.legend = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=stylesheets)
+
+    def grid(self):
+        """Make the other curves (curve_figures) and lay them out, two to a row."""
+        self.others = curve_figures(self.steps, self.evals, self.overlay_steps, self.overlay_evals)
+        return curve_grid(self.others)
+
+    def name_reward(self, learned: bool) -> None:
+        """Label the reward's axes (over the steps, and over the KL once made) for a learned reward model or not."""
+        for fig in (self.reward, *self.others[-1:]):
+            fig.yaxis.axis_label = LEARNED_LABEL if learned else REWARD_LABEL
+
+    def overlay(self, steps: dict, evals: dict, labels: list[str], gold: bool) -> None:
+        """Draw earlier runs over the curves (their columns by app.runs.overlay_columns, a colour each in turn) and
+        name them in the legend; `gold`: their gold scores (or this run's) are drawn, dashed."""
+        colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(labels))]
+        self.overlay_steps.data = steps | {"colour": colours, "label": labels}
+        self.overlay_evals.data = evals | {"colour": colours, "label": labels}
+        if gold:
+            add_gold(self.reward, self.steps, self.evals, self.overlay_steps)
+        self.legend.object = legend_html(labels, colours, gold)

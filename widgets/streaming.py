@@ -80,7 +80,7 @@ class StreamingRun:
         self._token += 1
         self._stop = threading.Event()
         self.tell("")
-        doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+        doc = session_document()
         self._thread = threading.Thread(target=self._work, args=(self._token, steps, self._stop, doc), daemon=True,
                                         name=f"{THREAD_NAME}-{next(_numbers)}")
         self._thread.start()
@@ -96,12 +96,7 @@ class StreamingRun:
                 thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
 
     def _deliver(self, doc, callback, stop: threading.Event) -> None:
-        if doc is None:
-            callback()
-            return
-        try:
-            doc.add_next_tick_callback(partial(in_document, doc, callback))
-        except (RuntimeError, AttributeError):  # the tab has closed: Bokeh refuses, or has torn down, the document's callbacks
+        if not deliver(doc, callback):
             stop.set()
 
     def _work(self, token: int, steps: Callable[[], Iterator], stop: threading.Event, doc) -> None:
@@ -162,6 +157,26 @@ def _stop_every_job() -> None:
         run.stop()
     for run in runs:
         run.join(max(deadline - time.monotonic(), 0.0))
+
+
+def session_document():
+    """This session's Bokeh document, or None outside a server session (as in tests)."""
+    return pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
+
+
+def deliver(doc, callback: Callable[[], None]) -> bool:
+    """Run `callback` on the thread of `doc`'s session (a session_document), from any thread; at once when `doc` is None.
+
+    False when the tab has closed: then nothing of it is left to update.
+    """
+    if doc is None:
+        callback()
+        return True
+    try:
+        doc.add_next_tick_callback(partial(in_document, doc, callback))
+    except (RuntimeError, AttributeError):  # the tab has closed: Bokeh refuses, or has torn down, the document's callbacks
+        return False
+    return True
 
 
 def in_document(doc, callback: Callable[[], None]) -> None:

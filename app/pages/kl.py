@@ -17,17 +17,7 @@ from pathlib import Path
 import numpy as np
 import panel as pn
 import param
-from bokeh.layouts import column
-from bokeh.models import (
-    ColumnDataSource,
-    CustomJSTickFormatter,
-    DataRange1d,
-    FactorRange,
-    HoverTool,
-    Range1d,
-    Span,
-)
-from bokeh.transform import dodge
+from bokeh.models import ColumnDataSource, CustomJSTickFormatter, Range1d, Span
 
 from app.cluster import Cluster, told_waiting
 from app.cluster import current as current_cluster
@@ -55,6 +45,7 @@ from app.text.kl import (
     collapse_text,
     never_written_text,
     points_summary,
+    sampled_html,
     source_label,
     summary_text,
     top_table_html,
@@ -69,19 +60,19 @@ from engines.kl_optimal import (
     ReplySpaceSettings,
     SampledFrontier,
     enumerate_replies,
-    frontier_reward_at,
     optimal_logp,
     optimal_policy,
 )
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.kl_plots import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import RunControls
 from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.streaming import StreamingRun
-from widgets.style import OKABE_ITO, plot
+from widgets.style import OKABE_ITO
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -90,8 +81,6 @@ SUMMARY = "The exact optimum of reward minus β·KL on 216 small replies: β is 
 
 FRONTIER_BETAS = np.geomspace(1e-3, 1e2, 801)
 """The dense beta sweep of the frontier, wider than the slider so both ends are reached."""
-RUN_COLOURS = [c for name, c in OKABE_ITO.items() if name != "blue"]
-"""One colour per run drawn on the sampled frontier (blue is the frontier's)."""
 
 
 def reference_without(word: str) -> tuple[float, ...]:
@@ -204,55 +193,6 @@ class KLPage(pn.viewable.Viewer):
     def beta(self) -> float:
         return beta_of(self.log_beta)
 
-    def _distribution_figures(self):
-        """Reward, π_ref and π* of every reply, sorted by reward: three panels sharing one x axis."""
-        space, order, _ = reply_space(False)
-        ranks = Range1d(-1, len(order))
-        self.rewards.data = {"rank": np.arange(len(order)), "r": space.r[order]}
-        rewards = plot("", "reward r(y)", x_range=ranks, y_range=(-1.1, 1.1), height=130)
-        rewards.step("rank", "r", source=self.rewards, mode="center", color=OKABE_ITO["green"], line_width=2)
-        rewards.xaxis.visible = False
-        hover = [("reply", "@reply"), ("reward", "@r{0.000}"), ("π_ref", "@ref{0.00000}"), ("π*", "@pi{0.00000}")]
-        axis = "the 216 replies, sorted by reward (low to high)"
-        ref = plot("", "π_ref(y)", x_range=ranks, y_range=DataRange1d(start=0), height=180)
-        ref.vbar("rank", top="ref", width=0.8, source=self.dist, color=OKABE_ITO["blue"])
-        ref.xaxis.visible = False
-        pi = plot(axis, "π*(y) at this β", x_range=ranks, y_range=DataRange1d(start=0), height=220)
-        pi.vbar("rank", top="pi", width=0.8, source=self.dist, color=OKABE_ITO["vermillion"])
-        for fig in (ref, pi):
-            fig.add_tools(HoverTool(tooltips=hover))
-        return column(rewards, ref, pi, sizing_mode="stretch_width")
-
-    def _frontier_figure(self):
-        frontier = plot("KL(π* ‖ π_ref) (nats)", "E[r] under π* (reward units)", x_range=(-0.2, 10.2), y_range=(-0.12, 1.08), height=420)
-        frontier.add_layout(self.best_rule)
-        frontier.line("kl", "reward", source=self.frontier, color=OKABE_ITO["blue"], line_width=2, legend_label="frontier: π* as β sweeps")
-        frontier.scatter("kl", "reward", source=self.current, color=OKABE_ITO["vermillion"], size=12, legend_label="π* at the current β")
-        frontier.legend.location = "bottom_right"
-        frontier.add_tools(HoverTool(tooltips=[("β", "@beta{0.0000}"), ("KL", "@kl{0.000} nats"), ("E[r]", "@reward{0.000}")]))
-        return frontier
-
-    def _pair_figure(self):
-        pair = plot("", "probability", x_range=FactorRange(*PAIR), y_range=(0, 1.05), height=220)
-        pair.vbar(dodge("reply", -0.17, range=pair.x_range), top="ref", width=0.3, source=self.pair, color=OKABE_ITO["blue"], legend_label="π_ref")
-        pair.vbar(dodge("reply", 0.17, range=pair.x_range), top="pi", width=0.3, source=self.pair, color=OKABE_ITO["vermillion"], legend_label="π* at this β")
-        pair.legend.location = "top_right"
-        pair.legend.orientation = "horizontal"
-        return pair
-
-    def _lm_figure(self):
-        fig = plot("KL(π ‖ π_ref) per reply (nats)", "reward R (log-odds)", x_range=self.lm_x_range, y_range=DataRange1d(), height=420)
-        fig.add_layout(self.ceiling_rule)
-        curve = fig.line("kl", "reward", source=self.lm_curve, color=OKABE_ITO["blue"], line_width=2.5,
-                         legend_label="sampled frontier: π* on m replies per prompt")
-        fig.multi_line("xs", "ys", source=self.lm_paths, line_color="colour", line_width=1.6, line_alpha=0.8)
-        points = fig.scatter("kl", "reward", source=self.lm_points, color="colour", size=8, line_color="white", legend_field="label")
-        fig.legend.location = "bottom_right"
-        fig.add_tools(HoverTool(renderers=[curve], tooltips=[("β", "@beta{0.0000}"), ("KL", "@kl{0.000} nats"), ("E[R]", "@reward{0.000}")]))
-        fig.add_tools(HoverTool(renderers=[points], tooltips=[("run", "@run"), ("step", "@step"), ("KL", "@kl{0.00} nats"),
-                                                               ("reward", "@reward{+0.000}"), ("frontier there", "@frontier_reward{+0.000}")]))
-        return fig
-
     def _lm_changed(self, *events):
         # A frontier belongs to one model, reward and sample: a new setting drops the old one.
         self.stop_frontier()
@@ -287,12 +227,7 @@ class KLPage(pn.viewable.Viewer):
             self.lm_curve.data = {"beta": f.beta, "kl": f.kl, "reward": f.reward}
             self.ceiling_rule.update(location=f.ceiling, visible=True)
             self.lm_controls.progress = view.done / view.total
-            self.lm_status.object = (
-                f"<p>{view.done} of {view.total} prompts × {view.samples} replies sampled and scored in {view.seconds:.1f} s. "
-                f"Mean reward of the samples (π_ref, KL 0): <b>{f.reference_reward:+.3f}</b>; best of {view.samples} "
-                f"(β → 0, KL {f.kl[0]:.2f} nats): <b>{f.best_reward:+.3f}</b>. The best sample for the first prompt: "
-                f"“{view.best_reply}”.</p>"
-            )
+            self.lm_status.object = sampled_html(view)
             self._draw_runs()
 
     def _frontier_done(self, finished: bool) -> None:
@@ -303,21 +238,9 @@ class KLPage(pn.viewable.Viewer):
     def _draw_runs(self) -> None:
         """Each run of the chosen model and reward: its (exact KL, reward) evaluations in order of step."""
         source = self.sources[self.lm_source]
-        runs = [r for r in self.runs if run_source(r) == source]
-        colours = [RUN_COLOURS[k % len(RUN_COLOURS)] for k in range(len(runs))]
-        labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
-        evals = [[e for e in r.evals if "kl_exact" in e] for r in runs]
-        self.lm_paths.data = {"xs": [[e["kl_exact"] for e in ev] for ev in evals], "ys": [[e["reward"] for e in ev] for ev in evals],
-                              "colour": colours, "label": labels}
-        flat = [(r.id, e, c, label) for r, ev, c, label in zip(runs, evals, colours, labels) for e in ev]
-        kl = np.array([e["kl_exact"] for _, e, _, _ in flat], dtype=float)
-        f = self.lm_frontier
-        self.lm_points.data = {
-            "run": [i for i, *_ in flat], "step": [e["step"] for _, e, _, _ in flat], "kl": kl,
-            "reward": [e["reward"] for _, e, _, _ in flat],
-            "frontier_reward": frontier_reward_at(f, kl) if f is not None and len(kl) else np.full(len(kl), np.nan),
-            "colour": [c for *_, c, _ in flat], "label": [label for *_, label in flat],
-        }
+        paths, points = run_columns([r for r in self.runs if run_source(r) == source], self.lm_frontier)
+        self.lm_paths.data, self.lm_points.data = paths, points
+        kl, f = points["kl"], self.lm_frontier
         ceiling = math.log(self.lm_samples)
         far = float(kl.max()) if len(kl) else 0.0
         self.lm_x_range.update(start=0.0, end=1.1 * max(ceiling, min(far, 3 * ceiling)))
@@ -373,14 +296,16 @@ class KLPage(pn.viewable.Viewer):
         self.two.object = two_replies_html(self.gap, self.beta, logp)
 
     def _distributions_section(self):
+        space, order, _ = reply_space(False)  # the rewards do not depend on the toggle: set once, with the figures
+        self.rewards.data = {"rank": np.arange(len(order)), "r": space.r[order]}
         return self.collapse_card.guard(
-            plot_with_downloads(self._distribution_figures(), {"distributions": self.dist}, "The reference and the best policy, reply by reply"),
+            plot_with_downloads(distribution_figures(self.rewards, self.dist), {"distributions": self.dist}, "The reference and the best policy, reply by reply"),
             note="the distributions",
         )
 
     def _frontier_section(self):
         return self.collapse_card.guard(
-            plot_with_downloads(self._frontier_figure(), {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
+            plot_with_downloads(frontier_figure(self.frontier, self.current, self.best_rule), {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
             note="the frontier",
         )
 
@@ -399,7 +324,7 @@ class KLPage(pn.viewable.Viewer):
             pn.pane.Markdown("#### Two equally likely replies: the exchange rate e^(gap/β)", margin=(0, 10)),
             slider(self.param.gap, width=320),
             self.two,
-            plot_with_downloads(self._pair_figure(), {"two_replies": self.pair}),
+            plot_with_downloads(pair_figure(self.pair, PAIR), {"two_replies": self.pair}),
             sizing_mode="stretch_width",
         )
 
@@ -417,7 +342,7 @@ class KLPage(pn.viewable.Viewer):
             ),
             self.lm_controls,
             self.lm_status,
-            plot_with_downloads(self._lm_figure(), {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
+            plot_with_downloads(lm_figure(self.lm_curve, self.lm_paths, self.lm_points, self.lm_x_range, self.ceiling_rule), {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
             self.lm_summary,
             self.lm_approx,
             sizing_mode="stretch_width",

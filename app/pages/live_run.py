@@ -39,26 +39,27 @@ from pathlib import Path
 import panel as pn
 import panel.models.tabulator  # noqa: F401  (see below)
 import param
-from bokeh.models import ColumnDataSource
 
 from app.cluster import Cluster, current as current_cluster
-from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query, current as current_limits, limit_problem,
-                        limit_sentence, model_problem)
+from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query, current as current_limits, limit_sentence,
+                        model_problem, start_problem)
 from app.model_jobs import LiveRun, LiveState, model_folders, run_label
 from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
-from engines.lm.results import EvalResult, worked_example
+from app.text.live_run import (COMPARE, EQUATION, GOODHART, INTRO, METRICS, NOTICE, PREDICT, eval_lines_html, example_options,
+                                worked_example_lines)
+from engines.lm.results import worked_example
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
-from widgets.run_curves import (CSS as CURVES_CSS, LEARNED_LABEL, OVERLAY_COLOURS, REWARD_LABEL, add_gold, curve_figures,
-                                curve_grid, legend_html, reward_figure)
+from widgets.run_curves import CSS as CURVES_CSS, EVAL_COLUMNS, STEP_COLUMNS, RunCurves
 from widgets.run_html import CSS as RUN_CSS, eval_table_html, ratio_scale_html, samples_html, worked_example_html
+from widgets.run_list import RunsTable
 from widgets.run_status import CSS as STATUS_CSS, idle_html, queue_html, status_html
 from widgets.sections import LazySections
-from widgets.streaming import StreamingRun, in_document
+from widgets.streaming import StreamingRun, deliver, session_document
 from widgets.url_state import sync_url
 
 TITLE = "Live run: REINFORCE on a language model"
@@ -68,71 +69,11 @@ DEFAULTS = LMSettings()
 """The engine's defaults (the seed's recipe): every control starts from them."""
 KEEP_SAMPLES = DEFAULTS.keep_samples
 """Newest replies kept per step for display (fewer when a step has fewer prompts)."""
-STEP_COLUMNS = ("step", "reward", "p_positive", "kl", "entropy", "grad_norm", "step_time", "gold")
-EVAL_COLUMNS = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2", "gold")
-"""The curves' columns; "gold" is NaN (drawn as nothing) unless the reward is a learned reward model."""
-
-INTRO = (
-    "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
-    "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
-    "log-odds; REINFORCE with a leave-one-out baseline over the K replies to each prompt makes the "
-    "well-scored replies more likely. The KL penalty (section 6.12) charges every token for its "
-    "log-ratio to the frozen starting model. The default model is the project's own small "
-    "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
-    "because GPT-2 cannot be downloaded everywhere; give a hub id (gpt2) or a folder to use another. "
-    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the seed's classifier."
-)
-EQUATION = (
-    r"r_t = -\beta\,\big(\log \pi_\theta(y_t \mid s_t) - \log \pi_{\text{ref}}(y_t \mid s_t)\big) + \mathbb{1}[t = T-1]\,R(x, y),"
-    r"\quad G_t = \sum_{t' \ge t} r_{t'},\quad \text{loss} = -\tfrac{1}{NT}\sum_{i,t} \big(G_t^{(i)} - b_t^{(i)}\big) \log \pi_\theta(y_t^{(i)} \mid s_t^{(i)})"
-)
-NOTICE = (
-    "With β = 0 the reward climbs to its ceiling while the KL grows without limit, the entropy and "
-    "distinct-1 fall, and the replies collapse onto a few glowing words on a loop (the seed's Run 1). "
-    "With β = 0.05 or 0.2 the reward rises less and the replies stay English. In the samples, orange "
-    "tokens are where the policy has moved away from the reference: that is where the penalty lands."
-)
-PREDICT = (
-    "Before you start a run with β = 0: the reward will rise. What will the replies look like after "
-    "a hundred steps, and what will happen to distinct-1?"
-)
-GOODHART = (
-    "With a saved reward model the run continues the lab's feeling prompts, on which it was trained. "
-    "The dashed lines are the gold score g of the same replies: the hidden rule that labelled the reward model's "
-    "training pairs (distinct positive words count, up to three; negative words and crowding cost). The policy is "
-    "trained on the reward model's R, which learned g only from replies like those in its pairs, so the further the "
-    "policy moves from the reference, the more it finds replies where R is high and g is not: R climbs while g stalls "
-    "or falls (Goodhart's law). Over the KL, this is the over-optimisation curve of Gao et al. (2023)."
-)
-COMPARE = (
-    "Reward, P(positive), KL (exact) and distinct-1 are each run's last held-out evaluation. "
-    "Tick runs to draw them over the curves and to download them. The seed compares three runs with "
-    "the same seed: β = 0 (Run 1), 0.05 and 0.2 (Runs 2 and 3); start them one after another, or in "
-    "three tabs (they wait their turn for the device)."
-)
 
 CSS = STATUS_CSS + CURVES_CSS + RUN_CSS
 # The runs table is built when its tab first opens, after the browser was sent the page's scripts. Panel sends
 # a component's script with every page once its model is registered (panel.models.tabulator, imported above):
 # without that, a table opened on a fresh server would have no script to draw it.
-
-
-def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
-    """The evaluations as `feedback-lab train-lm` prints them (the seed's `[eval ...]` lines)."""
-    # app.train_lm loads torch (it also trains); the page needs only its text, once a run has evaluated.
-    from app.train_lm import format_eval
-
-    return "\n".join(format_eval(r, settings) for r in results)
-
-
-def reward_label(reward: str) -> str:
-    """How the worked example names the reward's log-odds."""
-    return "VADER" if reward == "vader" else "reward-model" if is_learned(reward) else "classifier"
-
-
-def example_options(result: EvalResult) -> dict[str, int]:
-    """The worked-example selector's entries: every held-out reply of an evaluation."""
-    return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
 
 
 # ----------------------------------------------------------------------------- the page
@@ -173,19 +114,11 @@ class LiveRunPage(pn.viewable.Viewer):
         self.highest = bound_controls(self, self.limits)
         self.model_chars = min(MODEL_CHARS, self.limits.max_prompt_chars)
         self.model_folders = model_folders(self.runs_dir)
-        self._doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
         self._run: LiveRun | None = None
         self._state: LiveState | None = None
         self._shown = (-1, -1)
         self.runs = RunsFolder(self.runs_dir)
-        self._overlaid: list[str] = []
-
-        self.steps_source = ColumnDataSource({k: [] for k in STEP_COLUMNS}, name="metrics")
-        self.evals_source = ColumnDataSource({k: [] for k in EVAL_COLUMNS}, name="evals")
-        self.overlay_steps = ColumnDataSource({k: [] for k in ("xs", "reward", "p_positive", "kl", "entropy", "gold", "colour", "label")}, name="overlay_metrics")
-        self.overlay_evals = ColumnDataSource({k: [] for k in ("xs", "distinct_1", "distinct_2", "kl_xs", "reward", "gold", "colour", "label")}, name="overlay_evals")
-        self.reward_figure = reward_figure(self.steps_source, self.evals_source, self.overlay_steps)
-        self.curve_figures: list = []  # the other curves, made when their section is first opened
+        self.curves = RunCurves(stylesheets=[CSS])
 
         self.runner = StreamingRun(self._show_state, self._done)
         self.controls = RunControls(self.start, self.stop)
@@ -202,16 +135,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.model_box = pn.widgets.TextInput(label=self.param.model.label, value=self.model, width=330,
                                               max_length=max(self.model_chars + 1, 5000))
         self.model_box.param.watch(self._model_typed, "value")
-        self.metrics = MetricRow({
-            "step": ("step", "{value:.0f}"),
-            "reward": ("reward R (log-odds)", "{value:+.2f}"),
-            "p_positive": ("P(positive)", "{value:.3f}"),
-            "kl": ("KL k1 (nats/reply)", "{value:.2f}"),
-            "entropy": ("entropy (nats/token)", "{value:.2f}"),
-            "grad_norm": ("gradient norm", "{value:.2f}"),
-            "step_time": ("seconds per step", "{value:.2f}"),
-        })
-        self.legend = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.metrics = MetricRow(METRICS)
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
         self.eval_table = pn.pane.HTML(eval_table_html([]), sizing_mode="stretch_width", stylesheets=[CSS])
         self.eval_text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
@@ -219,14 +143,8 @@ class LiveRunPage(pn.viewable.Viewer):
         self.example_choice.param.watch(lambda _e: self._show_example(), "value")
         self.example = pn.pane.HTML('<p class="fl-caption">The worked example appears after the first evaluation.</p>',
                                     sizing_mode="stretch_width", stylesheets=[CSS])
-        self.runs_table = pn.widgets.Tabulator(runs_frame([], set()), selectable="checkbox", disabled=True, show_index=False,
-                                               layout="fit_data_table", pagination="local", page_size=10,
-                                               sizing_mode="stretch_width", css_classes=["fl-runs"])
-        self.runs_table.param.watch(self._overlay_changed, "selection")
-        self.refresh_button = pn.widgets.Button(label="Refresh the list", width=150)
-        self.refresh_button.on_click(lambda _e: self.refresh_runs())
-        self.download = pn.widgets.FileDownload(callback=self._download, filename="runs.zip", embed=False, color="light",
-                                                label="Download runs (zip): the ticked ones, or all", width=320)
+        self.runs_list = RunsTable(runs_frame([], set()), f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", self._draw_overlays,
+                                   self.refresh_runs, self._download)
 
         self.param.watch(self._model_changed, "model")
         self.param.watch(lambda _e: self._show_phase(), "phase")
@@ -240,7 +158,8 @@ class LiveRunPage(pn.viewable.Viewer):
             "runs": ("Earlier runs", self._runs_section),
         })
         self._show_reward_kind()
-        self._unsubscribe = self.cluster.subscribe(self._queue_changed)
+        # The cluster calls from its watcher thread: the line is redrawn on this session's own thread.
+        self._unsubscribe = self.cluster.subscribe(partial(deliver, session_document(), self._show_queue))
         self._show_queue()
         self.refresh_runs()
 
@@ -276,8 +195,7 @@ class LiveRunPage(pn.viewable.Viewer):
         """A learned reward: the gold score's sentence and the curves' labels say it is drawn beside the reward."""
         learned = is_learned(self.reward)
         self.goodhart.visible = learned
-        for fig in (self.reward_figure, *self.curve_figures[-1:]):  # the reward over the steps and over the KL
-            fig.yaxis.axis_label = LEARNED_LABEL if learned else REWARD_LABEL
+        self.curves.name_reward(learned)
         self._draw_overlays()
 
     def _model_changed(self, event) -> None:
@@ -291,20 +209,10 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def start(self) -> None:
         """Start a run with the current settings (it may wait in the device's queue)."""
-        problem = model_problem(self.model_box.value, self.model_folders, self.model_chars)
-        if problem:
-            self._show_error(problem)
+        settings, problem = start_problem(self.model_box.value, self.model_folders, self.model_chars, self.settings, self.highest)
+        self._show_error(problem)
+        if settings is None:
             return
-        try:
-            settings = self.settings()
-        except ValueError as error:
-            self._show_error(str(error))
-            return
-        problem = limit_problem(settings, self.highest)
-        if problem:
-            self._show_error(problem)
-            return
-        self._show_error("")
         self._state = LiveState("loading", settings)
         self._shown = (-1, -1)
         self.controls.param.update(running=True, progress=0.0)
@@ -363,7 +271,7 @@ class LiveRunPage(pn.viewable.Viewer):
             self._shown = (len(state.metrics), len(state.evals))
 
     def _show_steps(self, state: LiveState) -> None:
-        self.steps_source.data = columns_of(list(state.metrics), STEP_COLUMNS)
+        self.curves.steps.data = columns_of(list(state.metrics), STEP_COLUMNS)
         if state.metrics:
             self.metrics.update(**state.metrics[-1])
             self.controls.progress = min(state.step / state.settings.steps, 1.0)
@@ -371,9 +279,9 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show_evals(self, state: LiveState) -> None:
         evals = list(state.evals)
-        self.evals_source.data = columns_of(evals, EVAL_COLUMNS)
+        self.curves.evals.data = columns_of(evals, EVAL_COLUMNS)
         self.eval_table.object = eval_table_html(evals)
-        self.eval_text.object = f'<pre class="fl-lines">{html.escape(eval_lines(state.eval_results, state.settings))}</pre>' if evals else ""
+        self.eval_text.object = eval_lines_html(state.eval_results, state.settings)
         if state.eval_results:
             chosen = self.example_choice.value
             options = example_options(state.eval_results[-1])
@@ -385,11 +293,8 @@ class LiveRunPage(pn.viewable.Viewer):
         state = self._state
         if state is None or not state.eval_results or self.example_choice.value is None:
             return
-        from app.train_lm import format_worked_example  # loads torch: see eval_lines
-
         ex = worked_example(state.eval_results[-1], int(self.example_choice.value))
-        lines = format_worked_example(ex, reward_label(state.settings.reward)).splitlines()
-        self.example.object = worked_example_html(ex, lines[0], lines[-1])
+        self.example.object = worked_example_html(ex, *worked_example_lines(ex, state.settings.reward))
 
     def _done(self, finished: bool) -> None:
         """The worker has ended (finished, stopped, or refused): show the final state and the list of runs."""
@@ -412,20 +317,10 @@ class LiveRunPage(pn.viewable.Viewer):
         idle = self.phase == "idle"
         self.pause_button.disabled = self.phase != "running"
         self.resume_button.disabled = self.phase != "paused"
-        for widget in self._setting_widgets():
+        for widget in self._widgets().values():
             widget.disabled = not idle
 
     # --- the queue and the runs folder ---------------------------------------------------
-
-    def _queue_changed(self) -> None:
-        """Called by the queue from any thread: redraw on this session's own thread."""
-        if self._doc is None:
-            self._show_queue()
-            return
-        try:
-            self._doc.add_next_tick_callback(partial(in_document, self._doc, self._show_queue))
-        except (RuntimeError, AttributeError):
-            pass  # this tab has closed: nothing of it to redraw
 
     def _show_queue(self) -> None:
         self.queue_line.object = queue_html(self.cluster.overview())
@@ -441,31 +336,17 @@ class LiveRunPage(pn.viewable.Viewer):
     def _show_runs(self) -> None:
         frame = runs_frame(list(self.runs.runs().values()), self.cluster.running_ids())
         with pn.io.hold():
-            self.runs_table.value = frame
-            ids = list(frame["run"])
-            self.runs_table.selection = [ids.index(i) for i in self._overlaid if i in ids]
+            self.runs_list.show(frame)
             self._draw_overlays()
-
-    def _overlay_changed(self, _event) -> None:
-        ids = list(self.runs_table.value["run"])
-        self._overlaid = [ids[i] for i in self.runs_table.selection if i < len(ids)]
-        self._draw_overlays()
 
     def _draw_overlays(self) -> None:
         found = self.runs.runs()
-        runs = [found[i] for i in self._overlaid if i in found]
-        colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(runs))]
-        labels = [f"{r.id} (β {r.config.get('settings', {}).get('beta', '?')})" for r in runs]
-        steps, evals = overlay_columns(runs)
-        self.overlay_steps.data = steps | {"colour": colours, "label": labels}
-        self.overlay_evals.data = evals | {"colour": colours, "label": labels}
+        runs = [found[i] for i in self.runs_list.ticked if i in found]
         gold = is_learned(self.reward) or any(m.get("gold") is not None for r in runs for m in r.metrics[:1])
-        if gold:
-            add_gold(self.reward_figure, self.steps_source, self.evals_source, self.overlay_steps)
-        self.legend.object = legend_html(labels, colours, gold)
+        self.curves.overlay(*overlay_columns(runs), [r.label for r in runs], gold)
 
     def _download(self):
-        chosen = self._overlaid or list(self.runs.runs())
+        chosen = self.runs_list.ticked or list(self.runs.runs())
         return zip_runs([self.runs_dir / run_id for run_id in chosen])
 
     # --- layout --------------------------------------------------------------------------
@@ -485,9 +366,6 @@ class LiveRunPage(pn.viewable.Viewer):
             self._setting_widget_map = made
         return self._setting_widget_map
 
-    def _setting_widgets(self) -> list[pn.widgets.Widget]:
-        return list(self._widgets().values())
-
     def _samples_section(self):
         return pn.Column(
             pn.pane.Markdown("#### The newest replies, each token shaded by its log-ratio to the reference", margin=(0, 10)),
@@ -497,9 +375,9 @@ class LiveRunPage(pn.viewable.Viewer):
         )
 
     def _curves_section(self):
-        self.curve_figures = curve_figures(self.steps_source, self.evals_source, self.overlay_steps, self.overlay_evals)
+        grid = self.curves.grid()
         self._show_reward_kind()  # the reward-over-KL figure's axis names the reward in force
-        return pn.pane.Bokeh(curve_grid(self.curve_figures), sizing_mode="stretch_width")
+        return pn.pane.Bokeh(grid, sizing_mode="stretch_width")
 
     def _evaluation_section(self):
         return pn.Column(
@@ -513,12 +391,7 @@ class LiveRunPage(pn.viewable.Viewer):
         )
 
     def _runs_section(self):
-        return pn.Column(
-            pn.pane.Markdown(f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", margin=(0, 10), sizing_mode="stretch_width"),
-            self.runs_table,
-            pn.Row(self.refresh_button, self.download),
-            sizing_mode="stretch_width",
-        )
+        return self.runs_list
 
     def __panel__(self):
         w = self._widgets()
@@ -540,9 +413,9 @@ class LiveRunPage(pn.viewable.Viewer):
             self.download_bar,
             self.queue_line,
             self.metrics,
-            self.legend,
+            self.curves.legend,
             self.goodhart,
-            plot_with_downloads(self.reward_figure, {"metrics": self.steps_source, "evals": self.evals_source}, "The run, step by step"),
+            plot_with_downloads(self.curves.reward, {"metrics": self.curves.steps, "evals": self.curves.evals}, "The run, step by step"),
             self.sections,
             sizing_mode="stretch_width",
         )

@@ -27,24 +27,21 @@ import app.runs as runs
 from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
 from app.model_cache import MODELS, ModelCache
 from app.model_jobs import Failed, SweepView, TrainingView, generate_pairs, pairs_key, sweep_tau, train_reward_model
-from engines.bradley_terry import bt_loss_np, bt_prob, oracle_accuracy
-from engines.lm.settings import EMBEDDED, REWARD_PREFIX
-from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, load_pairs, relabel, save_pairs
-from engines.lm.reward_model import (
-    RewardModelSettings,
-    TauSweepRow,
-    TrainedRewardModel,
-    load_reward_model,
-    save_reward_model,
-)
+from app.text.reward_model import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
+                                    TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text,
+                                    sweep_intro)
+from engines.bradley_terry import bt_prob, oracle_accuracy
+from engines.lm.settings import EMBEDDED
+from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, relabel
+from engines.lm.reward_model import RewardModelSettings, TauSweepRow, TrainedRewardModel
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.preference_html import pair_html, pairs_summary, training_summary
-from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_table, probe_table,
-                                        sweep_figure)
+from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
+                                        probe_table, sweep_figure)
 from widgets.run_controls import RunControls
 from widgets.sections import LazySections
 from widgets.sliders import slider
@@ -64,63 +61,10 @@ GAP_AXIS = np.linspace(-6.0, 6.0, 121)
 """Gold-score gaps g_a - g_b drawn on the equation-12 plot."""
 RESTART_DELAY_MS = 300
 """Quiet time after the last change of a control before generation or training restarts."""
-TRAINING_TEXT = '<p class="fl-train-summary">Training…</p>'
-"""What the training summary says until the reward model is trained."""
 CONTROLS = ("pairs", "tau_label", "seed", "pair", "steps", "min_count", "train_seed")
 """Every control of the work, in the order of the query string (then the section shown)."""
 TRAINING = {"steps", "min_count", "train_seed"}
 """Controls of the reward model's training: changing one retrains it."""
-
-WHY = (
-    "The policy-gradient pages took a reward as given. For what only people can judge, the reward is learned "
-    "from their comparisons, and then handed to an optimiser. This page trains such a reward model from pairs "
-    "labelled by a rater whose rule is known, so that you can check what the model learned, and what it did not."
-)
-INTRO = (
-    "The language model continues each prompt twice. A hidden gold score g counts distinct positive words (at "
-    "most three), subtracts one per negative word and a point for each list word past the fourth; a rater at "
-    "label temperature τ_label prefers one continuation by equation 12. The reward model r_φ is a small "
-    "transformer trained from scratch on these labels with the loss of equation 14, and it has an embedding "
-    "only for tokens it saw at least twice. Its held-out accuracy is read against the ceiling Acc* of equation "
-    "13, not against 1; before it is handed to an optimiser its level and scale are fixed on the held-out "
-    "responses by equation 15.\n\n"
-    "**An accurate reward model is not a safe objective.** Its accuracy is measured on responses like those it "
-    "was trained on. An optimiser leaves that data for the replies with the highest r_φ, which can lie where the "
-    "reward model never saw data and is confidently wrong: Goodhart's law. Gao et al. (2023) measure it: "
-    "optimising harder against a learned reward first raises and then lowers the true reward."
-)
-EQUATION = (
-    r"\begin{gathered}P(y_a \succ y_b \mid x) = \sigma\Big(\frac{g(y_a) - g(y_b)}{\tau_{\text{label}}}\Big), \qquad "
-    r"\mathrm{Acc}^\star = \mathbb{E}_{\text{pairs}}\big[\max(p,\ 1-p)\big] \\ "
-    r"\mathcal{L}_{\text{RM}}(\phi) = -\frac{1}{|\mathcal{D}|} \sum_{(x, y_w, y_l)} \log \sigma\big(r_\phi(x, y_w) - r_\phi(x, y_l)\big), \qquad "
-    r"\tilde r_\phi(x, y) = \frac{r_\phi(x, y) - \mu}{\varsigma}\end{gathered}"
-)
-NOTICE = (
-    "The held-out accuracy climbs toward the ceiling Acc* and stays below it (within its standard error): the "
-    "rest is rater noise and ties. The probe shows what the accuracy hides: one positive word repeated gets a "
-    "high r_φ and a low g (the crowding penalty makes g = −7), because the reward model never saw such a reply. "
-    "That is the reply an optimiser will find. Set the embedding threshold to 1 and watch rare tokens get their "
-    "own embeddings."
-)
-
-CHECK_QUESTION = (
-    "Three reward models score the same pair, preferred response first: A gives (5.0, 3.0), B gives (105, 103) "
-    "and C gives (2.5, 1.5). Which have the same loss on it?"
-)
-CHECK_CHOICES = {"ab": "A and B", "ac": "A and C", "all": "all three: each ranks the pair correctly", "none": "none of them"}
-
-
-def check_yourself_text() -> str:
-    """Section 8's check-yourself, computed with equation 14."""
-    a, b, c = (bt_loss_np([w], [l]) for w, l in ((5.0, 3.0), (105.0, 103.0), (2.5, 1.5)))
-    return (
-        f"A and B have the same gap, 2, so the same loss −log σ(2) = {a:.3f} (B: {b:.3f}); the level never enters "
-        f"equation 14. C has a gap of 1 and a loss of {c:.3f}: it is A at half the scale, the same ranking with less "
-        "confident preferences, and by section 7 scale is tangled with rater noise, so C is not worse on this "
-        "evidence. Equation 15 subtracts each model's own mean and divides by its own spread: if B were A + 100 and "
-        "C were A halved on every response, all three would hand the optimiser exactly the same reward."
-    )
-
 
 # --- the page ---------------------------------------------------------------------------------------------------
 
@@ -169,14 +113,8 @@ class RewardModelPage(pn.viewable.Viewer):
         self.errors.alert_type = "danger"
         self.pairs_text = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.05em"})
         self.pair_text = pn.pane.HTML(sizing_mode="stretch_width")
-        self.train_text = pn.pane.HTML('<p class="fl-train-summary">The reward model trains once the pairs are ready.</p>', sizing_mode="stretch_width", styles={"font-size": "1.05em"})
-        self.metrics = MetricRow({
-            "accuracy": ("held-out accuracy", "{value:.3f}"),
-            "se": ("± binomial SE", "{value:.3f}"),
-            "acc_star": ("Acc* (the ceiling)", "{value:.3f}"),
-            "gold_order": ("accuracy against g", "{value:.3f}"),
-            "spearman": ("Spearman with g", "{value:.3f}"),
-        })
+        self.train_text = pn.pane.HTML(WAITING_TEXT, sizing_mode="stretch_width", styles={"font-size": "1.05em"})
+        self.metrics = MetricRow(READINGS)
         self.metrics.pane.visible = False
         self.saved_text = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
         self.files = pn.widgets.Select(label="Pairs files in the runs folder", options={}, width=360)
@@ -302,11 +240,7 @@ class RewardModelPage(pn.viewable.Viewer):
     def _update_table(self, d: PreferencePairs) -> None:
         start = min(self.pair, len(d) - 1)
         rows = np.arange(start, min(start + PAGE_ROWS, len(d)))
-        self.table.data = {
-            "index": rows, "prompt": d.prompt[rows], "text_a": d.text_a[rows], "g_a": d.g_a[rows], "text_b": d.text_b[rows],
-            "g_b": d.g_b[rows], "preferred": np.where(d.label[rows], "a", "b"),
-            "p_a": np.round(bt_prob(d.g_a[rows], d.g_b[rows], d.tau_label), 3),
-        }
+        self.table.data = pairs_rows(d, rows, np.round(bt_prob(d.g_a[rows], d.g_b[rows], d.tau_label), 3))
         self.pair_text.object = pair_html(d, start, float(bt_prob(d.g_a[start], d.g_b[start], d.tau_label)))
 
     def _list_files(self) -> None:
@@ -317,11 +251,8 @@ class RewardModelPage(pn.viewable.Viewer):
         """Read a pairs file from the runs folder and train on it; a bad file is one sentence and nothing else changes."""
         if not path:
             return
-        if Path(path).resolve().parent != (self.root / runs.PAIRS_FOLDER).resolve():
-            self.show_error(f"Only the pairs files listed, in {self.root / runs.PAIRS_FOLDER}, can be loaded.")
-            return
         try:
-            pairs = load_pairs(path)
+            pairs = runs.read_listed_pairs(self.root, path)
         except ValueError as error:
             self.show_error(str(error))
             return
@@ -337,9 +268,7 @@ class RewardModelPage(pn.viewable.Viewer):
         """Write the pairs shown to the runs folder's pairs/ (the file `feedback-lab train-reward --pairs` reads)."""
         if self.data is None:
             return None
-        path = runs.pairs_path(self.root, self.data)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_pairs(self.data, path)
+        path = runs.write_pairs(self.root, self.data)
         self._list_files()
         self.saved_text.object = f"Pairs saved to `{path}`."
         return path
@@ -413,14 +342,8 @@ class RewardModelPage(pn.viewable.Viewer):
         """Save the trained model with its normaliser under the runs folder's reward-models/, and say how to use it."""
         if self.trained is None:
             return None
-        path = runs.reward_model_path(self.root, self.data, self.train_seed)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_reward_model(self.trained, path)
-        load_reward_model(path)  # the file just written must read back
-        self.saved_text.object = (
-            f"Saved to `{path}`. On the live-run page choose the reward `{REWARD_PREFIX}{path}` (with the feeling "
-            f"prompts it was trained on), or run `feedback-lab train-lm --reward {REWARD_PREFIX}{path} --prompt-set feelings`."
-        )
+        path = runs.write_reward_model(self.root, self.trained, self.data, self.train_seed)
+        self.saved_text.object = saved_model_text(path)
         return path
 
     # -- the stretch
@@ -479,10 +402,7 @@ class RewardModelPage(pn.viewable.Viewer):
 
     def _training_section(self):
         return pn.Column(
-            pn.pane.Markdown(
-                "A fifth of the pairs is held out; each step draws 64 training pairs and takes an AdamW step on "
-                "equation 14. A changed setting retrains.",
-                sizing_mode="stretch_width", margin=(0, 10)),
+            pn.pane.Markdown(TRAINING_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
             self.train_controls,
             self.train_run.notice,
@@ -494,7 +414,7 @@ class RewardModelPage(pn.viewable.Viewer):
             ),
             self.train_text,
             self.metrics,
-            pn.pane.Markdown("#### The probe: hand-written replies the language model rarely writes", margin=(0, 10)),
+            pn.pane.Markdown(PROBE_TITLE, margin=(0, 10)),
             plot_with_downloads(probe_table(self.probe), {"probe": self.probe}),
             pn.Row(self.save_button),
             self.saved_text,
@@ -503,10 +423,7 @@ class RewardModelPage(pn.viewable.Viewer):
 
     def _sweep_section(self):
         return pn.Column(
-            pn.pane.Markdown(
-                f"The same responses relabelled at τ_label = {', '.join(f'{t:g}' for t in SWEEP_TAUS)}, a reward model "
-                "trained on each with the training settings.",
-                sizing_mode="stretch_width", margin=(0, 10)),
+            pn.pane.Markdown(sweep_intro(SWEEP_TAUS), sizing_mode="stretch_width", margin=(0, 10)),
             self.sweep_controls,
             self.sweep_run.notice,
             plot_with_downloads(sweep_figure(self.sweep), {"sweep": self.sweep}, "Accuracy and Acc* as the raters get noisier"),

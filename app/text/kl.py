@@ -228,6 +228,17 @@ def approximation_html(samples: int, prompts: int) -> str:
     )
 
 
+def sampled_html(view) -> str:
+    """How far the sampling of the frontier (an app.model_jobs.FrontierView with its frontier) has got, and what it found."""
+    f = view.frontier
+    return (
+        f"<p>{view.done} of {view.total} prompts × {view.samples} replies sampled and scored in {view.seconds:.1f} s. "
+        f"Mean reward of the samples (π_ref, KL 0): <b>{f.reference_reward:+.3f}</b>; best of {view.samples} "
+        f"(β → 0, KL {f.kl[0]:.2f} nats): <b>{f.best_reward:+.3f}</b>. The best sample for the first prompt: "
+        f"“{view.best_reply}”.</p>"
+    )
+
+
 def points_summary(points: dict, frontier: SampledFrontier) -> str:
     """How many run evaluations lie within the frontier's reach, and how many of those lie below it."""
     gaps = np.asarray(points["reward"], dtype=float) - np.asarray(points["frontier_reward"], dtype=float)

@@ -17,8 +17,9 @@ import pytest
 from app.cli import main as cli
 from app.cluster import current as current_cluster
 from app.limits import LIMITED
-from app.pages.live_run import LiveRunPage, eval_lines, page
+from app.pages.live_run import LiveRunPage, page
 from app.runs import REWARD_MODELS, RunWriter, read_run
+from app.text.live_run import eval_lines
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
@@ -80,9 +81,9 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
     assert run.config["settings"]["T"] == 8 and run.config["learning_rate"] == default_lr("embedded")
     # The curves are the files' numbers, step by step.
     for key in ("step", "reward", "p_positive", "kl", "entropy"):
-        assert list(pg.steps_source.data[key]) == [m[key] for m in run.metrics]
+        assert list(pg.curves.steps.data[key]) == [m[key] for m in run.metrics]
     for key in ("step", "reward", "kl_exact", "distinct_1", "distinct_2"):
-        assert list(pg.evals_source.data[key]) == [e[key] for e in run.evals]
+        assert list(pg.curves.evals.data[key]) == [e[key] for e in run.evals]
     assert pg.metrics.values()["reward"] == pytest.approx(run.metrics[-1]["reward"])
     # The newest replies: step 3's, as samples.jsonl has them, each token shaded by its log-ratio.
     sample = run.samples[-1]["samples"][0]
@@ -102,8 +103,8 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
     assert ex.G[0] == pytest.approx(ex.R - 0.05 * ex.log_ratio.sum(), abs=1e-5)
     assert "= G_0" in pg.example.object
     # The run is listed, finished.
-    assert list(pg.runs_table.value["run"]) == [folder.name]
-    assert list(pg.runs_table.value["status"]) == ["finished"]
+    assert list(pg.runs_list.table.value["run"]) == [folder.name]
+    assert list(pg.runs_list.table.value["status"]) == ["finished"]
     assert "Finished: all 3 steps" in pg.status.object
 
 
@@ -132,8 +133,8 @@ def test_queue_pause_resume_stop(tmp_path):
     a.runner.join(30)
     run = read_run(next(tmp_path.iterdir()))
     assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
-    assert list(a.steps_source.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
-    assert list(a.runs_table.value["status"]) == ["interrupted"]
+    assert list(a.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
+    assert list(a.runs_list.table.value["status"]) == ["interrupted"]
     wait_for(lambda: cluster.overview() == [])
     assert "Stopped after step" in a.status.object and a.phase == "idle"
 
@@ -185,17 +186,17 @@ def fake_run(root, beta, rewards):
 def test_earlier_runs_overlay_the_curves_and_download(tmp_path):
     folders = [fake_run(tmp_path, beta, rewards) for beta, rewards in ((0.0, [1, 2, 3]), (0.05, [1, 1.5]), (0.2, [1, 1.2, 1.3]))]
     pg = tiny_page(tmp_path)
-    assert list(pg.runs_table.value["status"]) == ["finished", "interrupted", "finished"]
-    assert list(pg.runs_table.value["β"]) == [0.0, 0.05, 0.2]
-    pg.runs_table.selection = [0, 1, 2]  # the seed's runs 1 to 3
-    assert pg.overlay_steps.data["reward"] == [[1, 2, 3], [1, 1.5], [1, 1.2, 1.3]]
-    assert pg.overlay_steps.data["xs"] == [[1, 2, 3], [1, 2], [1, 2, 3]]
-    assert pg.overlay_evals.data["distinct_1"] == [[0.5], [0.5], [0.5]]
-    assert len(set(pg.overlay_steps.data["colour"])) == 3 and "run-beta0.05" in pg.legend.object
+    assert list(pg.runs_list.table.value["status"]) == ["finished", "interrupted", "finished"]
+    assert list(pg.runs_list.table.value["β"]) == [0.0, 0.05, 0.2]
+    pg.runs_list.table.selection = [0, 1, 2]  # the seed's runs 1 to 3
+    assert pg.curves.overlay_steps.data["reward"] == [[1, 2, 3], [1, 1.5], [1, 1.2, 1.3]]
+    assert pg.curves.overlay_steps.data["xs"] == [[1, 2, 3], [1, 2], [1, 2, 3]]
+    assert pg.curves.overlay_evals.data["distinct_1"] == [[0.5], [0.5], [0.5]]
+    assert len(set(pg.curves.overlay_steps.data["colour"])) == 3 and "run-beta0.05" in pg.curves.legend.object
     with zipfile.ZipFile(io.BytesIO(pg._download().read())) as archive:
         names = set(archive.namelist())
     assert {f"{f.name}/{n}" for f in folders for n in ("config.json", "metrics.jsonl", "samples.jsonl", "eval.jsonl")} == names
-    pg.runs_table.selection = [1]
+    pg.runs_list.table.selection = [1]
     with zipfile.ZipFile(io.BytesIO(pg._download().read())) as archive:
         assert {n.split("/")[0] for n in archive.namelist()} == {"run-beta0.05"}
 
@@ -212,7 +213,7 @@ def test_token_shading_is_a_symmetric_diverging_scale():
 def test_sessions_do_not_share_state(tmp_path):
     first, second = tiny_page(tmp_path), tiny_page(tmp_path)
     first.beta = 0.2
-    assert second.beta == 0.05 and first.steps_source is not second.steps_source
+    assert second.beta == 0.05 and first.curves.steps is not second.curves.steps
 
 
 # ----------------------------------------------------------------------------- a learned reward and its gold score
@@ -239,9 +240,9 @@ def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folde
     options = pg._widgets()["reward"].options
     assert options["learned: rm.pt"] == f"reward-model:{tmp_path / REWARD_MODELS / 'rm.pt'}"
     pg.reward = options["learned: rm.pt"]
-    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.reward_figure.yaxis.axis_label
+    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.curves.reward.yaxis.axis_label
     pg.section = "curves"  # the other curves, made when first shown, name the reward in force too
-    assert "gold" in pg.curve_figures[-1].yaxis.axis_label
+    assert "gold" in pg.curves.others[-1].yaxis.axis_label
     (tmp_path / REWARD_MODELS / "rm.pt").unlink()
     pg.refresh_runs()  # gone from the folder: gone from the list, and the reward falls back to the default
     assert pg.reward == "vader" and "learned: rm.pt" not in pg._widgets()["reward"].options
@@ -259,30 +260,30 @@ def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over
     run = read_run(folder)
     assert run.config["settings"]["prompt_set"] == "feelings" and run.finished
     # The curves hold the files' gold scores beside the learned reward, step by step and at each evaluation.
-    assert list(pg.steps_source.data["gold"]) == [m["gold"] for m in run.metrics] and all(map(math.isfinite, pg.steps_source.data["gold"]))
-    assert list(pg.evals_source.data["gold"]) == [e["gold"] for e in run.evals]
-    assert list(pg.steps_source.data["reward"]) == [m["reward"] for m in run.metrics]
+    assert list(pg.curves.steps.data["gold"]) == [m["gold"] for m in run.metrics] and all(map(math.isfinite, pg.curves.steps.data["gold"]))
+    assert list(pg.curves.evals.data["gold"]) == [e["gold"] for e in run.evals]
+    assert list(pg.curves.steps.data["reward"]) == [m["reward"] for m in run.metrics]
     # Drawn: dashed over the steps, and over the KL (the held-out evaluations' exact KL on x).
-    gold = pg.reward_figure.select_one({"name": "gold"})
-    assert gold.data_source is pg.steps_source and gold.glyph.y == "gold" and gold.glyph.line_dash == [6]
+    gold = pg.curves.reward.select_one({"name": "gold"})
+    assert gold.data_source is pg.curves.steps and gold.glyph.y == "gold" and gold.glyph.line_dash == [6]
     pg.section = "curves"  # opened after the run: its figures draw what the sources already hold
-    over_kl = pg.curve_figures[-1].select_one({"name": "gold_over_kl"})
-    assert over_kl.data_source is pg.evals_source and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
-    assert "<th>gold</th>" in pg.eval_table.object and "dashed: the gold score" in pg.legend.object
-    assert list(pg.runs_table.value["gold"]) == [round(run.evals[-1]["gold"], 2)]
+    over_kl = pg.curves.others[-1].select_one({"name": "gold_over_kl"})
+    assert over_kl.data_source is pg.curves.evals and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
+    assert "<th>gold</th>" in pg.eval_table.object and "dashed: the gold score" in pg.curves.legend.object
+    assert list(pg.runs_list.table.value["gold"]) == [round(run.evals[-1]["gold"], 2)]
     # The run overlaid later draws its gold too.
-    pg.runs_table.selection = [0]
-    assert pg.overlay_steps.data["gold"] == [[m["gold"] for m in run.metrics]]
-    assert pg.overlay_evals.data["gold"] == [[e["gold"] for e in run.evals]]
-    assert pg.overlay_evals.data["kl_xs"] == [[e["kl_exact"] for e in run.evals]]
+    pg.runs_list.table.selection = [0]
+    assert pg.curves.overlay_steps.data["gold"] == [[m["gold"] for m in run.metrics]]
+    assert pg.curves.overlay_evals.data["gold"] == [[e["gold"] for e in run.evals]]
+    assert pg.curves.overlay_evals.data["kl_xs"] == [[e["kl_exact"] for e in run.evals]]
 
 
 def test_an_overlaid_run_without_a_gold_score_draws_none(tmp_path):
     fake_run(tmp_path, 0.0, [1, 2])
     pg = tiny_page(tmp_path)
-    pg.runs_table.selection = [0]
-    assert all(math.isnan(g) for g in pg.overlay_steps.data["gold"][0]) and len(pg.overlay_steps.data["gold"][0]) == 2
-    assert "dashed" not in pg.legend.object and math.isnan(pg.runs_table.value["gold"][0])
+    pg.runs_list.table.selection = [0]
+    assert all(math.isnan(g) for g in pg.curves.overlay_steps.data["gold"][0]) and len(pg.curves.overlay_steps.data["gold"][0]) == 2
+    assert "dashed" not in pg.curves.legend.object and math.isnan(pg.runs_list.table.value["gold"][0])
 
 
 # ----------------------------------------------------------------------------- a hub model that must be downloaded
@@ -444,9 +445,9 @@ def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(t
 def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_path):
     pg = tiny_page(tmp_path)
     pg.__panel__()  # the page drawn, as a visit draws it
-    assert pg.sections.opened == {"samples"} and pg.curve_figures == []  # a visit builds the newest replies only
+    assert pg.sections.opened == {"samples"} and pg.curves.others == []  # a visit builds the newest replies only
     pg.section = "curves"
-    assert len(pg.curve_figures) == 5 and pg.sections.tabs.active == 1
+    assert len(pg.curves.others) == 5 and pg.sections.tabs.active == 1
     linked = tiny_page(tmp_path, section="runs")  # a link opens its section
     linked.__panel__()
     assert linked.sections.opened == {"runs"} and linked.sections.tabs.active == 3

@@ -1,0 +1,95 @@
+"""The live-run page's words: its fixed texts, the metric row's labels, and the lines it writes from a run's evaluations.
+
+Everything here is text about seed 000 sections 6.11 and 6.12 (REINFORCE on a language model with a
+per-token KL penalty) and seed 001's learned reward with its gold score; the numbers come from
+engines/lm/ through app/model_jobs.py, and app/pages/live_run.py shows them.
+"""
+
+from __future__ import annotations
+
+import html
+
+from app.runs import is_learned
+from engines.lm.results import EvalResult
+from engines.lm.settings import LMSettings
+
+INTRO = (
+    "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
+    "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
+    "log-odds; REINFORCE with a leave-one-out baseline over the K replies to each prompt makes the "
+    "well-scored replies more likely. The KL penalty (section 6.12) charges every token for its "
+    "log-ratio to the frozen starting model. The default model is the project's own small "
+    "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
+    "because GPT-2 cannot be downloaded everywhere; give a hub id (gpt2) or a folder to use another. "
+    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the seed's classifier."
+)
+EQUATION = (
+    r"r_t = -\beta\,\big(\log \pi_\theta(y_t \mid s_t) - \log \pi_{\text{ref}}(y_t \mid s_t)\big) + \mathbb{1}[t = T-1]\,R(x, y),"
+    r"\quad G_t = \sum_{t' \ge t} r_{t'},\quad \text{loss} = -\tfrac{1}{NT}\sum_{i,t} \big(G_t^{(i)} - b_t^{(i)}\big) \log \pi_\theta(y_t^{(i)} \mid s_t^{(i)})"
+)
+NOTICE = (
+    "With β = 0 the reward climbs to its ceiling while the KL grows without limit, the entropy and "
+    "distinct-1 fall, and the replies collapse onto a few glowing words on a loop (the seed's Run 1). "
+    "With β = 0.05 or 0.2 the reward rises less and the replies stay English. In the samples, orange "
+    "tokens are where the policy has moved away from the reference: that is where the penalty lands."
+)
+PREDICT = (
+    "Before you start a run with β = 0: the reward will rise. What will the replies look like after "
+    "a hundred steps, and what will happen to distinct-1?"
+)
+GOODHART = (
+    "With a saved reward model the run continues the lab's feeling prompts, on which it was trained. "
+    "The dashed lines are the gold score g of the same replies: the hidden rule that labelled the reward model's "
+    "training pairs (distinct positive words count, up to three; negative words and crowding cost). The policy is "
+    "trained on the reward model's R, which learned g only from replies like those in its pairs, so the further the "
+    "policy moves from the reference, the more it finds replies where R is high and g is not: R climbs while g stalls "
+    "or falls (Goodhart's law). Over the KL, this is the over-optimisation curve of Gao et al. (2023)."
+)
+COMPARE = (
+    "Reward, P(positive), KL (exact) and distinct-1 are each run's last held-out evaluation. "
+    "Tick runs to draw them over the curves and to download them. The seed compares three runs with "
+    "the same seed: β = 0 (Run 1), 0.05 and 0.2 (Runs 2 and 3); start them one after another, or in "
+    "three tabs (they wait their turn for the device)."
+)
+METRICS = {
+    "step": ("step", "{value:.0f}"),
+    "reward": ("reward R (log-odds)", "{value:+.2f}"),
+    "p_positive": ("P(positive)", "{value:.3f}"),
+    "kl": ("KL k1 (nats/reply)", "{value:.2f}"),
+    "entropy": ("entropy (nats/token)", "{value:.2f}"),
+    "grad_norm": ("gradient norm", "{value:.2f}"),
+    "step_time": ("seconds per step", "{value:.2f}"),
+}
+"""The newest training step's readings above the curves: (label, format) by metrics.jsonl's key."""
+
+
+def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
+    """The evaluations as `feedback-lab train-lm` prints them (the seed's `[eval ...]` lines)."""
+    # app.train_lm loads torch (it also trains); the page needs only its text, once a run has evaluated.
+    from app.train_lm import format_eval
+
+    return "\n".join(format_eval(r, settings) for r in results)
+
+
+def eval_lines_html(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
+    """The `[eval ...]` lines as a preformatted block (widgets.run_html's style sheet); empty before the first evaluation."""
+    return f'<pre class="fl-lines">{html.escape(eval_lines(results, settings))}</pre>' if results else ""
+
+
+def reward_label(reward: str) -> str:
+    """How the worked example names the reward's log-odds."""
+    return "VADER" if reward == "vader" else "reward-model" if is_learned(reward) else "classifier"
+
+
+def example_options(result: EvalResult) -> dict[str, int]:
+    """The worked-example selector's entries: every held-out reply of an evaluation."""
+    return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
+
+
+def worked_example_lines(example, reward: str) -> tuple[str, str]:
+    """The first and last lines of the worked example's text version (engines.lm.results.WorkedExample): what the
+    table shows, and the return it sums to."""
+    from app.train_lm import format_worked_example  # loads torch: see eval_lines
+
+    lines = format_worked_example(example, reward_label(reward)).splitlines()
+    return lines[0], lines[-1]
