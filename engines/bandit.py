@@ -282,9 +282,14 @@ def arm_sums(r: np.ndarray, a: np.ndarray, theta) -> ArmSums:
 
 def _sums(r: np.ndarray, a: np.ndarray, S: np.ndarray) -> ArmSums:
     """The per-arm power sums of the ratings r (N,) over the arms a (N,), with the arms' scores S (K, K)."""
-    N, K = len(r), S.shape[0]
-    r2 = r * r
-    P = np.stack([np.bincount(a, weights=w, minlength=K) for w in (np.ones(N), r, r2, r2 * r, r2 * r2)])  # (5, K)
+    K = S.shape[0]
+    P = np.empty((5, K))  # (5, K)
+    P[0] = np.bincount(a, minlength=K)  # the counts: integer bincount, no weights to multiply
+    power = r.copy()  # (N,) r^p, raised in place: no new array per power
+    for p in range(1, 5):
+        P[p] = np.bincount(a, weights=power, minlength=K)
+        if p < 4:
+            power *= r
     return ArmSums(S=S, P=P)
 
 

@@ -173,7 +173,6 @@ class BanditPage(pn.viewable.Viewer):
         self.param.watch(self._changed, list(CONTROLS))
         self.notice = sync_url(self, list(CONTROLS), query)
         self._update_estimates(sweep=True)
-        self._update_histogram()
         self._frame_training()
         pn.state.onload(self._start)
 
@@ -184,6 +183,8 @@ class BanditPage(pn.viewable.Viewer):
             self.start_training()
 
     def _opened(self, section: str) -> None:
+        if section == "histogram":
+            self._update_histogram()
         if section == "training" and self._started:
             self.start_training()
 
@@ -203,8 +204,8 @@ class BanditPage(pn.viewable.Viewer):
         with one_update():
             if names & (ANALYTIC | {"b"}):
                 self._update_estimates(sweep=bool(names & ANALYTIC))
-            if names & (ANALYTIC | {"b", "arm"}):
-                self._update_histogram()
+            if names & (ANALYTIC | {"b", "arm"}) and "histogram" in self.sections.opened:
+                self._update_histogram()  # (an unopened section's data is computed when it is opened)
             if names & TRAINING:
                 self._frame_training()
                 if "training" in self.sections.opened:
@@ -212,12 +213,11 @@ class BanditPage(pn.viewable.Viewer):
 
     def _update_estimates(self, sweep: bool):
         """The Monte Carlo run at b = 0 and the current b, and with `sweep` also at the seed's
-        sweep of b (one run, the same samples), the exact variance curve and the draws."""
+        sweep of b (one run, the same samples) and the exact variance curve."""
         mu, theta, sd = self.means, self.theta, self.sd
         # The draws and their per-arm sums depend on everything but b: computed once per process for
         # these settings and seed (app.results_cache); any baseline's summary is then O(K), no pass
         # over the draws, so a move of b costs no Monte Carlo work at all.
-        self.draws = RESULTS.get(one_sample_arms, mu, sd, theta, self.samples, self.seed)
         sums = RESULTS.get(draw_sums, mu, sd, theta, self.samples, self.seed)
         mc = summarise_sums(sums, (0.0, self.b))
         self.mc = mc
@@ -261,7 +261,8 @@ class BanditPage(pn.viewable.Viewer):
 
     def _update_histogram(self):
         k = self.arm - 1
-        self.histogram.data = coordinate_histograms(*self.draws, self.theta, k, self.b, BINS)
+        draws = RESULTS.get(one_sample_arms, self.means, self.sd, self.theta, self.samples, self.seed)
+        self.histogram.data = coordinate_histograms(*draws, self.theta, k, self.b, BINS)
         self.exact_rule.location = float(exact_gradient(self.means, self.theta)[k])
 
     # -- training, streamed from a worker thread

@@ -91,9 +91,11 @@ def test_monte_carlo_means_sit_on_the_exact_gradient_with_and_without_b():
 
 
 def test_moving_b_alone_gives_the_numbers_of_a_fresh_page():
-    pg = make(prefer=3, logit=1.0)
+    pg = make(prefer=3, logit=1.0, section="histogram")
+    pg.__panel__()  # drawn: its open section is built, and its data computed
     pg.b = 4.2  # only the b = 0 / current-b Monte Carlo runs again
-    fresh = make(prefer=3, logit=1.0, b=4.2)
+    fresh = make(prefer=3, logit=1.0, b=4.2, section="histogram")
+    fresh.__panel__()
     for key in ("mean_b", "low_b", "high_b", "mean_none"):
         np.testing.assert_array_equal(pg.gradient.data[key], fresh.gradient.data[key])
     assert pg.metrics.values() == fresh.metrics.values()
@@ -102,6 +104,8 @@ def test_moving_b_alone_gives_the_numbers_of_a_fresh_page():
 
 def test_histogram_shows_the_monte_carlo_samples_with_and_without_b():
     pg = make(samples=30_000, b=6.0, arm=2, seed=3)
+    assert pg.histogram.data == {}  # its section not opened yet: nothing computed for it
+    pg.section = "histogram"
     r, s = one_sample_draws(pg.means, pg.sd, pg.theta, pg.samples, pg.seed)
     mc = monte_carlo(pg.means, pg.sd, pg.theta, (0.0, 6.0), pg.samples, pg.seed)
     np.testing.assert_allclose((r[:, None] * s).mean(0), mc.mean_estimate[0], atol=1e-12)  # the same samples
