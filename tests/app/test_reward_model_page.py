@@ -63,14 +63,14 @@ def make_page(monkeypatch, tmp_path):
     yield build
     for pg in pages:
         pg.close()
-        for run in (pg.pairs_run, pg.train_run, pg.sweep_run):
+        for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep_job.run):
             run.join(30)
 
 
 def test_defaults_and_the_link(make_page):
     pg = rm.RewardModelPage(query={}, root=".", models=ModelCache())
     pg.close()
-    for run in (pg.pairs_run, pg.train_run, pg.sweep_run):
+    for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep_job.run):
         run.join(30)  # a training still running would share the cores with the next test's, and MKL's sums with them
     assert (pg.pairs, pg.tau_label, pg.steps, pg.min_count) == (2000, 0.5, 200, 2)  # the engines' defaults
     assert not pg.notice.visible
@@ -160,7 +160,7 @@ def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_t
     pg = make_page({"steps": "2000"})
     wait(lambda: len(pg.curve.data["step"]) >= 1)
     os.kill(pid, signal.SIGKILL)
-    wait(lambda: not pg.train_controls.running)
+    wait(lambda: not pg.training_job.controls.running)
     shown = int(pg.curve.data["step"][-1])
     assert pg.errors.visible and pg.errors.object.startswith(
         "- The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
@@ -175,7 +175,7 @@ def test_the_sweep_matches_the_engine(make_page):
     pg = make_page({"steps": "20", "pairs": "100"})
     wait(lambda: pg.trained is not None)
     pg.start_sweep()
-    wait(lambda: len(pg.sweep_rows) == len(rm.SWEEP_TAUS) and not pg.sweep_controls.running)
+    wait(lambda: len(pg.sweep_rows) == len(rm.SWEEP_TAUS) and not pg.sweep_job.controls.running)
     rows = tau_sweep(pg.data, rm.SWEEP_TAUS, pg.train_settings(), label_seed=pg.label_seed)
     assert [r.evaluation for r in pg.sweep_rows] == [r.evaluation for r in rows]
     np.testing.assert_allclose(pg.sweep.data["acc_star"], [r.evaluation.acc_star for r in rows])
@@ -187,32 +187,32 @@ def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make
     wait(lambda: first.trained is not None)
     second = make_page({"steps": "20"})
     wait(lambda: second.trained is not None)
-    assert second.train_run._thread is None  # no training was started: the server's kept model is shown
+    assert second.training_job.run._thread is None  # no training was started: the server's kept model is shown
     assert second.trained is first.trained and second.metrics.values() == first.metrics.values()
     np.testing.assert_array_equal(second.curve.data["accuracy"], first.curve.data["accuracy"])
     alone = make_page({"steps": "20"}, models=ModelCache())  # a page that shares nothing kept trains its own, the same
     wait(lambda: alone.trained is not None)
-    assert alone.train_run._thread is not None and alone.trained.evaluation == first.trained.evaluation
+    assert alone.training_job.run._thread is not None and alone.trained.evaluation == first.trained.evaluation
     second.min_count = 1  # other settings: trained afresh
     wait(lambda: second.trained is not None and second.trained.settings.min_count == 1)
-    assert second.train_run._thread is not None
+    assert second.training_job.run._thread is not None
 
 
 def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.train_run.notice.visible and "place 1" in pg.train_run.notice.object)
-    assert pg.train_run.notice.object == Queued("cpu", 1).sentence("The training")
-    assert "waits for the cpu (place 1 in line)" in pg.train_run.notice.object and len(pg.curve.data["step"]) == 0
+    wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
+    assert pg.training_job.run.notice.object == Queued("cpu", 1).sentence("The training")
+    assert "waits for the cpu (place 1 in line)" in pg.training_job.run.notice.object and len(pg.curve.data["step"]) == 0
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",)]
     cpu_taken.free()
     wait(lambda: pg.trained is not None)
-    assert not pg.train_run.notice.visible
+    assert not pg.training_job.run.notice.visible
     wait(lambda: current().overview() == [])  # its place is left when it ends
 
 
 def test_learners_queued_behind_the_same_training_get_its_result(make_page, cpu_taken):
     first, second = make_page({"steps": "20"}), make_page({"steps": "20"})  # a room opening the page at once
-    wait(lambda: second.train_run.notice.visible and "place 2" in second.train_run.notice.object)
+    wait(lambda: second.training_job.run.notice.visible and "place 2" in second.training_job.run.notice.object)
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",) * 2]
     cpu_taken.free()
     wait(lambda: first.trained is not None and second.trained is not None)
@@ -221,9 +221,9 @@ def test_learners_queued_behind_the_same_training_get_its_result(make_page, cpu_
 
 def test_a_closed_page_leaves_the_queue(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.train_run.notice.visible and "place 1" in pg.train_run.notice.object)
+    wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
     pg.close()
-    pg.train_run.join(5)
+    pg.training_job.run.join(5)
     wait(lambda: [q.waiting for q in current().overview()] == [()])
 
 
@@ -231,11 +231,11 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
     models = ModelCache()
     pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path, models=models)
     try:
-        wait(lambda: pg.pairs_run.notice.visible and "place 1" in pg.pairs_run.notice.object)
-        assert pg.pairs_run.notice.object == Queued("cpu", 1).sentence("Sampling the pairs") and pg.data is None
+        wait(lambda: pg.pairs_job.run.notice.visible and "place 1" in pg.pairs_job.run.notice.object)
+        assert pg.pairs_job.run.notice.object == Queued("cpu", 1).sentence("Sampling the pairs") and pg.data is None
         cpu_taken.free()
         wait(lambda: pg.data is not None)
-        pg.stop_training()
+        pg.training_job.stop()
         expected = make_pairs(PairSettings(pairs=50, seed=0))
         np.testing.assert_array_equal(pg.data.text_a, expected.text_a)
         np.testing.assert_array_equal(pg.data.label, expected.label)
@@ -243,7 +243,7 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
         assert models.result(pairs_key(PairSettings(pairs=50, seed=0))) is pg.base  # the next learner gets it at once
     finally:
         pg.close()
-        pg.train_run.join(30)
+        pg.training_job.run.join(30)
 
 
 def test_the_bundled_default_pairs_are_the_default_settings_scored_and_labelled_honestly():
