@@ -9,7 +9,6 @@ from app.pages.token_world import (
     LAMBDA_GRID,
     MC_LAMBDAS,
     TokenWorldPage,
-    critic_columns,
     page,
     reply_tokens,
 )
@@ -22,6 +21,7 @@ from engines.token_world import (
     token_values,
 )
 from engines.token_world_training import train_token_world
+from widgets.token_world_plots import critic_columns
 
 
 def test_default_page_shows_the_seed_world():
@@ -123,12 +123,12 @@ def test_new_episode_samples_a_reply_and_shows_its_seed(monkeypatch):
 def test_monte_carlo_check_streams_the_engine_estimate():
     pg = page(query={"episodes": "2000", "T": "4", "threshold": "2"})
     pg.start_mc()
-    pg.mc_run.join(30)
+    pg.mc_job.run.join(30)
     settings = pg.world_settings(lambdas=MC_LAMBDAS)
     d = gae_decomposition_mc(settings)  # the last snapshot is the full-size estimate
     j = critic_columns(d.critic_noises, pg.critic_noise)[2]
     np.testing.assert_array_equal(pg.mc.data["total_chosen"], d.total[:, j])
-    assert pg.mc_controls.progress == 1.0 and not pg.mc_controls.running
+    assert pg.mc_job.controls.progress == 1.0 and not pg.mc_job.controls.running
     assert "**2,000** sampled episodes" in pg.mc_status.object
     pg.p_a = 0.7  # the check no longer matches the settings: its points are removed
     assert len(pg.mc.data["lam"]) == 0 and "settings changed" in pg.mc_status.object
