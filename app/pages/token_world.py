@@ -31,6 +31,7 @@ from app.text.token_world import (
     READINGS,
     PREDICT_CHOICES,
     PREDICT_EXPLANATION,
+    THRESHOLD_CLAMPED,
     TRAINING_INTRO,
     WHY,
     episode_note,
@@ -61,7 +62,7 @@ from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
-from widgets.sliders import slider
+from widgets.sliders import CappedSlider, slider
 from widgets.streaming import ControlledRun
 from widgets.token_world_plots import (
     SLIGHT_NOISE,
@@ -135,9 +136,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.why = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.guide = session_guide()
         self.predict_card = PredictionCard("token-world/best-lambda", PREDICT, PREDICT_CHOICES, "0", PREDICT_EXPLANATION, guide=self.guide)
-        self.clamp = pn.pane.Alert(alert_type="info", sizing_mode="stretch_width", visible=False)
-        self.threshold_slider = slider(self.param.threshold, width=300)  # its end follows T
-        self._clamping = False
+        self.threshold_cap = CappedSlider(self.param.threshold, self.param.T, THRESHOLD_CLAMPED, width=300)
         self.mc_status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.mc_job = ControlledRun(self._apply_mc, self.start_mc, time_limit=limits.current().compute_seconds)
         self.training = training_curve(self._training_steps, self._training_data, TRAINING_LAMBDAS, self.param.train_seed,
@@ -155,7 +154,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.param.watch(self._changed, ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed"])
         self.param.watch(self._training_changed, ["T", "threshold", "shift", "seeds", "steps", "train_seed"])
         self.notice = sync_url(self, self.URL_NAMES, query)  # a link's threshold above its T is clamped here
-        self.threshold_slider.end = self.T
+        self.threshold_cap.slider.end = self.T
         self._update_world()
         self._update_critics()
         self._update_lambda()
@@ -196,27 +195,13 @@ class TokenWorldPage(pn.viewable.Viewer):
             episode_noise=self.critic_noise,
         )
 
-    def _clamp_threshold(self) -> bool:
-        """Keep threshold <= T: clamp it with a visible notice, and end its slider at T. True if it moved."""
-        moved = self.threshold > self.T
-        if moved:
-            self.clamp.object = f"The threshold {self.threshold} was more than T = {self.T} tokens, so it is now {self.T}."
-            self._clamping = True  # the clamp's own event is drawn by the update under way
-            try:
-                self.threshold = self.T
-            finally:
-                self._clamping = False
-        self.clamp.visible = moved
-        self.threshold_slider.end = self.T
-        return moved
-
     def _changed(self, *events):
-        if self._clamping:
+        if self.threshold_cap.clamping:
             return
         names = {e.name for e in events}
         # One batch per slider step: the plots' data first, the text after it.
         with one_update():
-            if names & {"T", "threshold"} and self._clamp_threshold():
+            if names & {"T", "threshold"} and self.threshold_cap.apply():
                 names.add("threshold")
             if names & {"T", "threshold", "p_a", "gamma"}:
                 self._update_world()
@@ -386,9 +371,9 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     def __panel__(self):
         controls = pn.Column(
-            pn.Row(slider(self.param.T, width=300), self.threshold_slider, slider(self.param.p_a, width=300)),
+            pn.Row(slider(self.param.T, width=300), self.threshold_cap.slider, slider(self.param.p_a, width=300)),
             pn.Row(slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300)),
-            self.clamp,
+            self.threshold_cap.notice,
             seed_control(self.param.seed),
         )
         return pn.Column(

@@ -71,6 +71,9 @@ TRAINING_INTRO = (
 """What the training section trains, above its controls."""
 
 
+THRESHOLD_CLAMPED = "The threshold {value} was more than T = {cap} tokens, so it is now {cap}."
+"""Above the sliders when the threshold was clamped to T (widgets.sliders.CappedSlider)."""
+
 READINGS = {
     "V": ("V(start), chance of success", "{value:.4f}"),
     "QA": ("Q(start, A)", "{value:.4f}"),
