@@ -63,14 +63,14 @@ def make_page(monkeypatch, tmp_path):
     yield build
     for pg in pages:
         pg.close()
-        for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep_job.run):
+        for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep.job.run):
             run.join(30)
 
 
 def test_defaults_and_the_link(make_page):
     pg = rm.RewardModelPage(query={}, root=".", models=ModelCache())
     pg.close()
-    for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep_job.run):
+    for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep.job.run):
         run.join(30)  # a training still running would share the cores with the next test's, and MKL's sums with them
     assert (pg.pairs, pg.tau_label, pg.steps, pg.min_count) == (2000, 0.5, 200, 2)  # the engines' defaults
     assert not pg.notice.visible
@@ -134,7 +134,7 @@ def test_save_the_model_and_the_pairs_then_load_them(make_page, tmp_path):
     again = load_reward_model(path)
     np.testing.assert_allclose(again(pg.data.prompt_ids, pg.data.ids_a), pg.trained(pg.data.prompt_ids, pg.data.ids_a))
     pairs_path = pg.save_pairs()
-    assert list(pg.files.options.values()) == [str(pairs_path)]
+    assert list(pg.pairs_files.files.options.values()) == [str(pairs_path)]
     np.testing.assert_array_equal(load_pairs(pairs_path).label, pg.data.label)
     pg.tau_label = 1.0
     pg.load_file(str(pairs_path))  # the file's own labels and tau_label come back
@@ -149,8 +149,8 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
     (tmp_path / "pairs").mkdir()
     bad = tmp_path / "pairs" / "broken.npz"
     bad.write_bytes(b"PK\x03\x04 not really a zip file")
-    pg._list_files()
-    pg.load_file(pg.files.options["broken.npz"])
+    pg.pairs_files.refresh()
+    pg.load_file(pg.pairs_files.files.options["broken.npz"])
     assert pg.errors.visible and pg.errors.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
     assert pg.data is before  # the page goes on with the pairs it had
 
@@ -175,11 +175,11 @@ def test_the_sweep_matches_the_engine(make_page):
     pg = make_page({"steps": "20", "pairs": "100"})
     wait(lambda: pg.trained is not None)
     pg.start_sweep()
-    wait(lambda: len(pg.sweep_rows) == len(rm.SWEEP_TAUS) and not pg.sweep_job.controls.running)
+    wait(lambda: len(pg.sweep.rows) == len(rm.SWEEP_TAUS) and not pg.sweep.job.controls.running)
     rows = tau_sweep(pg.data, rm.SWEEP_TAUS, pg.train_settings(), label_seed=pg.label_seed)
-    assert [r.evaluation for r in pg.sweep_rows] == [r.evaluation for r in rows]
-    np.testing.assert_allclose(pg.sweep.data["acc_star"], [r.evaluation.acc_star for r in rows])
-    assert pg.sweep.data["acc_star"][0] > pg.sweep.data["acc_star"][-1]  # noisier raters, a lower ceiling
+    assert [r.evaluation for r in pg.sweep.rows] == [r.evaluation for r in rows]
+    np.testing.assert_allclose(pg.sweep.source.data["acc_star"], [r.evaluation.acc_star for r in rows])
+    assert pg.sweep.source.data["acc_star"][0] > pg.sweep.source.data["acc_star"][-1]  # noisier raters, a lower ceiling
 
 
 def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make_page):
