@@ -12,7 +12,8 @@ is stopped at its next snapshot, and one that raises is logged with its tracebac
 "feedback_lab" logger; either way the page's `notice` pane says so in one sentence, and the
 session goes on. A job whose session has gone (the tab closed) stops at its next snapshot.
 
-`StreamingCurve` is the common case: a line plot whose ColumnDataSource is replaced
+`ControlledRun` keeps a run and its Start/Stop buttons and progress bar in step, and
+`StreamingCurve` is the common case of it: a line plot whose ColumnDataSource is replaced
 in place by each snapshot, with Start/Stop, progress and (optionally) the seed.
 """
 
@@ -202,6 +203,37 @@ def _close(snapshots) -> None:
         LOG.exception("Closing a job's generator failed")
 
 
+class ControlledRun:
+    """A StreamingRun and its RunControls kept in step: running while a job runs, progress 1.0 when one finishes.
+
+    `apply(snapshot)` is the run's (StreamingRun); `on_start()` is what the Start button does,
+    the page's method that makes a generator and hands it to `start`; the Stop button is `stop`.
+    `completed()`, if given, says whether a job that reached its end did its work (a job that
+    ends on a message has not): only then is its progress shown full.
+    """
+
+    def __init__(self, apply: Callable[[object], None], on_start: Callable[[], None], seed: param.Integer | None = None,
+                 time_limit: float | None = None, completed: Callable[[], bool] | None = None):
+        self.completed = completed
+        self.run = StreamingRun(apply, self.done, time_limit=time_limit)
+        self.controls = RunControls(on_start, self.stop, seed=seed)
+
+    def start(self, steps: Callable[[], Iterator]) -> None:
+        """Show the controls running from 0 and walk `steps()`, replacing any job under way."""
+        self.controls.param.update(running=True, progress=0.0)
+        self.run.start(steps)
+
+    def stop(self) -> None:
+        self.run.stop()
+        self.controls.running = False
+
+    def done(self, finished: bool) -> None:
+        """The job ended (`finished`: it ran to its end), or a result was shown without one."""
+        self.controls.running = False
+        if finished and (self.completed is None or self.completed()):
+            self.controls.progress = 1.0
+
+
 class StreamingCurve(pn.viewable.Viewer):
     """A line plot fed by a streaming run, with Start/Stop, progress and an optional seed.
 
@@ -231,8 +263,8 @@ class StreamingCurve(pn.viewable.Viewer):
         self.steps, self.to_data, self.progress_of = steps, to_data, progress
         self.source = ColumnDataSource({x: [], **{col: [] for col in lines}}, name=name)
         self._plot = (x, lines, x_label, y_label, y_range, name)
-        self.run = StreamingRun(self._apply, self._done, time_limit=time_limit)
-        self.controls = RunControls(self.start, self.stop, seed=seed)
+        self.job = ControlledRun(self._apply, self.start, seed=seed, time_limit=time_limit)
+        self.run, self.controls = self.job.run, self.job.controls
 
     @cached_property
     def figure(self):
@@ -251,12 +283,10 @@ class StreamingCurve(pn.viewable.Viewer):
 
     def start(self) -> None:
         """Start a fresh run, replacing any run under way (a newer setting cancels stale work)."""
-        self.controls.param.update(running=True, progress=0.0)
-        self.run.start(self.steps)
+        self.job.start(self.steps)
 
     def stop(self) -> None:
-        self.run.stop()
-        self.controls.running = False
+        self.job.stop()
 
     def _apply(self, snapshot) -> None:
         data = self.to_data(snapshot)
@@ -264,11 +294,6 @@ class StreamingCurve(pn.viewable.Viewer):
         self.data = data
         if self.progress_of is not None:
             self.controls.progress = min(max(float(self.progress_of(snapshot)), 0.0), 1.0)
-
-    def _done(self, finished: bool) -> None:
-        self.controls.running = False
-        if finished:
-            self.controls.progress = 1.0
 
     def __panel__(self):
         return self._layout

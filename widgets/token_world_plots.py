@@ -1,4 +1,5 @@
-"""The token-world page's figures: the heat map of the exact values V(t, k) and the three panels of GAE's error against lambda.
+"""The token-world page's figures: the heat map of the exact values V(t, k), the three panels of GAE's error against lambda
+and the live training curves.
 
 Each function draws from ColumnDataSources the page fills; the page replaces their data and moves
 the axes, titles and rules (`show_heat_axes`, `show_lambda_axes`), and never rebuilds a figure.
@@ -20,10 +21,25 @@ from bokeh.models import (
 )
 from bokeh.palettes import Viridis256
 
+from engines.token_world_training import training_methods
+from widgets.streaming import StreamingCurve
 from widgets.style import OKABE_ITO, plot
 
 CRITICS = ("exact", "slight", "chosen")
 """The three panels' critics: the exact V, V + 0.05 z, V + (the slider's noise) z."""
+SLIGHT_NOISE = 0.05
+"""The seed's middle critic: exact V plus noise of sd 0.05."""
+LABELLED_T = 10
+"""Up to this T the heat map writes each value in its cell."""
+
+
+def critic_columns(noises: np.ndarray, noise: float) -> tuple[int, int, int]:
+    """Columns of a decomposition for the three panels: exact V, V + 0.05 z, V + noise z.
+
+    The engine lists the exact V first and drops zero noises, so a chosen noise of 0 is the exact V.
+    """
+    chosen = np.flatnonzero(noises == noise)
+    return 0, int(np.flatnonzero(noises == SLIGHT_NOISE)[0]), int(chosen[-1]) if len(chosen) else 0
 
 
 def decomposition_columns(d, columns) -> dict:
@@ -39,13 +55,22 @@ def decomposition_columns(d, columns) -> dict:
     return data
 
 
-def value_cells(V: np.ndarray, labelled: bool) -> dict:
+def episode_columns(e) -> dict:
+    """One episode (engines.token_world.one_episode) as table columns, a row per token: the CSV download of the episode."""
+    return {
+        "t": np.arange(len(e.tokens)), "k": e.k, "token": ["A" if a else "B" for a in e.tokens], "r": e.r, "V": e.V,
+        "V_next": e.V_next, "delta": e.delta, "gae": e.gae, "exact_A": e.exact_A, "monte_carlo": e.monte_carlo,
+    }
+
+
+def value_cells(V: np.ndarray) -> dict:
     """The heat map's columns from the (T, T + 1) table V(t, k): t, k, V and the label, of the reachable states k <= t only.
 
-    With `labelled` every cell's label is its value to two places, else blank (too many cells to read).
+    Up to LABELLED_T every cell's label is its value to two places, else blank (too many cells to read).
     """
     t, k = np.nonzero(np.tri(*V.shape, dtype=bool))
     values = V[t, k]
+    labelled = len(V) <= LABELLED_T
     return {"t": t, "k": k, "V": values, "label": [f"{x:.2f}" for x in values] if labelled else [""] * len(values)}
 
 
@@ -76,7 +101,7 @@ def show_heat_axes(fig, T: int, p_a: float, threshold: int) -> None:
     fig.title.text = f"Exact V(t, k) = γ^(T−1−t) · P[k + Binomial(T − t, {p_a:.2f}) ≥ {threshold}]"
 
 
-def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: ColumnDataSource, slight_noise: float):
+def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: ColumnDataSource):
     """The seed's three panels side by side, one toolbar (its save tool saves all three), one y axis.
 
     Each panel draws one critic's bias², variance and total error against λ (exact lines, Monte
@@ -102,7 +127,7 @@ def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: Column
         if i == 0:
             fig.add_layout(Legend(items=items, location="top_left"))
         figs.append(fig)
-    figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {slight_noise:.2f}"
+    figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
     return gridplot([figs], sizing_mode="stretch_width", merge_tools=True, toolbar_location="right"), figs, rules
 
 
@@ -111,3 +136,34 @@ def show_lambda_axes(panels: list, rules: list, noise: float, lam: float) -> Non
     panels[2].title.text = f"V + noise {noise:.2f} (the slider)"
     for rule in rules:
         rule.location = lam
+
+
+def training_columns(lambdas) -> tuple[str, ...]:
+    """Column names of the training curves' data, one per row of `training_methods(lambdas)`."""
+    return ("none", "loo") + tuple(f"gae_{lam:g}" for lam in lambdas)
+
+
+def training_curve_data(success: np.ndarray, lambdas) -> dict:
+    """The curves' columns from a run's success probabilities (method, update, seed): each method's mean over the seeds."""
+    return {"update": np.arange(success.shape[1])} | dict(zip(training_columns(lambdas), success.mean(-1)))
+
+
+def training_curve(steps, to_data, lambdas, seed, time_limit: float) -> StreamingCurve:
+    """The live training curves, one per method of `training_methods(lambdas)`, with Start/Stop and the training seed.
+
+    `steps` and `to_data` are the StreamingCurve's; a snapshot is (methods, success, steps), so the
+    updates done of its steps are the progress.
+    """
+    return StreamingCurve(
+        steps,
+        to_data,
+        x="update",
+        lines=dict(zip(training_columns(lambdas), training_methods(lambdas))),
+        x_label="policy update",
+        y_label="success probability, mean over seeds",
+        progress=lambda snap: (snap[1].shape[1] - 1) / snap[2],
+        seed=seed,
+        y_range=(0.0, 1.02),
+        name="training",
+        time_limit=time_limit,
+    )

@@ -68,10 +68,9 @@ from widgets.equation_card import equation_card
 from widgets.kl_plots import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
-from widgets.run_controls import RunControls
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.streaming import StreamingRun
+from widgets.streaming import ControlledRun
 from widgets.style import OKABE_ITO
 from widgets.updates import one_update
 from widgets.url_state import sync_url
@@ -171,8 +170,9 @@ class KLPage(pn.viewable.Viewer):
         self.lm_approx = pn.pane.HTML(sizing_mode="stretch_width")
         self.lm_summary = pn.pane.HTML(sizing_mode="stretch_width")
         self.lm_frontier: SampledFrontier | None = None
-        self.lm_run = StreamingRun(self._show_frontier, self._frontier_done)
-        self.lm_controls = RunControls(self.start_frontier, self.stop_frontier, seed=self.param.lm_seed)
+        # A job that ends on a message (no model, no reward) leaves its progress where it was.
+        self.lm_job = ControlledRun(self._show_frontier, self.start_frontier, seed=self.param.lm_seed,
+                                    completed=lambda: self.lm_frontier is not None)
         self.sections = LazySections(self.param.section, {
             "distributions": ("π_ref and π*, reply by reply", self._distributions_section),
             "frontier": ("The reward-KL frontier", self._frontier_section),
@@ -195,7 +195,7 @@ class KLPage(pn.viewable.Viewer):
 
     def _lm_changed(self, *events):
         # A frontier belongs to one model, reward and sample: a new setting drops the old one.
-        self.stop_frontier()
+        self.lm_job.stop()
         self.lm_frontier = None
         self.lm_curve.data = {"beta": [], "kl": [], "reward": []}
         self.ceiling_rule.visible = False
@@ -204,17 +204,12 @@ class KLPage(pn.viewable.Viewer):
 
     def start_frontier(self) -> None:
         """Sample and score on a worker thread; the plot fills in prompt batch by prompt batch."""
-        self.lm_controls.param.update(running=True, progress=0.0)
         self.lm_status.object = "<p>Loading the model and the reward…</p>"
         source, M, m, seed = self.sources[self.lm_source], self.lm_prompts, self.lm_samples, self.lm_seed
-        self.lm_run.start(lambda: frontier_views(source, M, m, seed, self.cluster))
-
-    def stop_frontier(self) -> None:
-        self.lm_run.stop()
-        self.lm_controls.running = False
+        self.lm_job.start(lambda: frontier_views(source, M, m, seed, self.cluster))
 
     def _show_frontier(self, view: FrontierView) -> None:
-        if told_waiting(self.lm_run, view, "The sampling"):
+        if told_waiting(self.lm_job.run, view, "The sampling"):
             return
         if view.message:
             self.lm_status.object = f'<p class="fl-lm-error">{html.escape(view.message)}</p>'
@@ -226,14 +221,9 @@ class KLPage(pn.viewable.Viewer):
         with pn.io.hold():
             self.lm_curve.data = {"beta": f.beta, "kl": f.kl, "reward": f.reward}
             self.ceiling_rule.update(location=f.ceiling, visible=True)
-            self.lm_controls.progress = view.done / view.total
+            self.lm_job.controls.progress = view.done / view.total
             self.lm_status.object = sampled_html(view)
             self._draw_runs()
-
-    def _frontier_done(self, finished: bool) -> None:
-        self.lm_controls.running = False
-        if finished and self.lm_frontier is not None:
-            self.lm_controls.progress = 1.0
 
     def _draw_runs(self) -> None:
         """Each run of the chosen model and reward: its (exact KL, reward) evaluations in order of step."""
@@ -253,7 +243,7 @@ class KLPage(pn.viewable.Viewer):
 
     def close(self) -> None:
         """The tab closed: stop sampling."""
-        self.lm_run.stop()
+        self.lm_job.run.stop()
 
     def _changed(self, *events):
         # One batch per slider step; the plots' data first, the text after it.
@@ -340,7 +330,7 @@ class KLPage(pn.viewable.Viewer):
                 pn.widgets.IntInput.from_param(self.param.lm_prompts, width=150),
                 pn.widgets.IntInput.from_param(self.param.lm_samples, width=200),
             ),
-            self.lm_controls,
+            self.lm_job.controls,
             self.lm_status,
             plot_with_downloads(lm_figure(self.lm_curve, self.lm_paths, self.lm_points, self.lm_x_range, self.ceiling_rule), {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
             self.lm_summary,

@@ -26,26 +26,26 @@ from bokeh.models import ColumnDataSource, Range1d
 import app.runs as runs
 from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
 from app.model_cache import MODELS, ModelCache
-from app.model_jobs import Failed, SweepView, TrainingView, generate_pairs, pairs_key, sweep_tau, train_reward_model
+from app.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
 from app.text.reward_model import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
-                                    TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text,
-                                    sweep_intro)
+                                    TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text)
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.settings import EMBEDDED
 from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, relabel
-from engines.lm.reward_model import RewardModelSettings, TauSweepRow, TrainedRewardModel
+from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
+from widgets.pairs_files import PairsFiles
 from widgets.predict import PredictionCard, session_guide
 from widgets.preference_html import pair_html, pairs_summary, training_summary
 from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
-                                        probe_table, sweep_figure)
-from widgets.run_controls import RunControls
+                                        probe_table)
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.streaming import StreamingRun
+from widgets.streaming import ControlledRun
+from widgets.tau_sweep import TauSweep
 from widgets.url_state import notice_alert, sync_url
 
 TITLE = "Reward models"
@@ -94,7 +94,6 @@ class RewardModelPage(pn.viewable.Viewer):
         self.label_seed = 0
         self.file_labels = False  # a loaded file's own labels are kept until tau_label or the seed moves
         self.trained: TrainedRewardModel | None = None
-        self.sweep_rows: tuple[TauSweepRow, ...] = ()
         self._quiet = False  # set while the page itself moves controls to a loaded file's values
         self._closed = False  # the tab has closed: nothing starts any more
         self._debounce = Debounce(RESTART_DELAY_MS)
@@ -105,7 +104,6 @@ class RewardModelPage(pn.viewable.Viewer):
         self.curve = ColumnDataSource({"step": [], "loss": [], "accuracy": []}, name="training")
         self.ceiling = ColumnDataSource({"step": [], "acc_star": []}, name="ceiling")
         self.probe = ColumnDataSource({k: [] for k in ("reply", "text", "g", "r_phi", "unknown_tokens")}, name="probe")
-        self.sweep = ColumnDataSource({k: [] for k in ("tau_label", "accuracy", "low", "high", "acc_star", "gold_order_accuracy", "spearman")}, name="sweep")
         # The training figures' step axes, set to the training's length before it starts (the figures come later).
         self.loss_steps, self.accuracy_steps = Range1d(0, self.steps), Range1d(0, self.steps)
 
@@ -117,11 +115,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.metrics = MetricRow(READINGS)
         self.metrics.pane.visible = False
         self.saved_text = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
-        self.files = pn.widgets.Select(label="Pairs files in the runs folder", options={}, width=360)
-        self.load_button = pn.widgets.Button(label="Load pairs", color="light", width=110, align="end")
-        self.load_button.on_click(lambda _event: self.load_file(self.files.value))
-        self.save_pairs_button = pn.widgets.Button(label="Save pairs", color="light", width=110, align="end", disabled=True)
-        self.save_pairs_button.on_click(lambda _event: self.save_pairs())
+        self.pairs_files = PairsFiles(lambda: runs.pairs_files(self.root), self.load_file, self.save_pairs)
         self.save_button = pn.widgets.Button(label="Save reward model", color="primary", width=170, disabled=True)
         self.save_button.on_click(lambda _event: self.save_model())
 
@@ -129,20 +123,16 @@ class RewardModelPage(pn.viewable.Viewer):
         self.check_card = PredictionCard("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", check_yourself_text(),
                                          guide=self.guide, kind="Check yourself")
 
-        self.pairs_run = StreamingRun(self._show_pairs, lambda done: self._done(self.pairs_controls, done))
-        self.train_run = StreamingRun(self._show_training, lambda done: self._done(self.train_controls, done))
-        self.sweep_run = StreamingRun(self._show_sweep, lambda done: self._done(self.sweep_controls, done))
-        self.pairs_controls = RunControls(self.start_pairs, self.stop_pairs, seed=self.param.seed)
-        self.train_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
-        self.sweep_controls = RunControls(self.start_sweep, self.stop_sweep)
+        self.pairs_job = ControlledRun(self._show_pairs, self.start_pairs, seed=self.param.seed)
+        self.training_job = ControlledRun(self._show_training, self.start_training, seed=self.param.train_seed)
+        self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.show_error, self.cluster)
         self.notice = sync_url(self, [*CONTROLS, "section"], query)
         self.sections = LazySections(self.param.section, {
             "pairs": ("1. Preference pairs", self._pairs_section),
             "training": ("2. Train the reward model", self._training_section),
-            "sweep": ("3. Noisier raters (the stretch)", self._sweep_section),
+            "sweep": ("3. Noisier raters (the stretch)", lambda: self.sweep),
         })
         self.param.watch(self._changed, list(CONTROLS))  # after the link's values: the first start is the onload one
-        self._list_files()
         self._update_probability_curve()
         pn.state.onload(self.start_pairs)
 
@@ -165,11 +155,6 @@ class RewardModelPage(pn.viewable.Viewer):
             if "pair" in names and self.data is not None:
                 self._update_table(self.data)
 
-    def _done(self, controls: RunControls, finished: bool) -> None:
-        controls.running = False
-        if finished:
-            controls.progress = 1.0
-
     # -- the pairs
 
     def pair_settings(self) -> PairSettings:
@@ -179,18 +164,13 @@ class RewardModelPage(pn.viewable.Viewer):
         """Generate the pairs of the current settings (or take them from the server's cache)."""
         if self._closed:
             return
-        self.stop_training()
-        self.stop_sweep()
-        self.pairs_controls.param.update(running=True, progress=0.0)
+        self.training_job.stop()
+        self.sweep.job.stop()
         settings = self.pair_settings()
-        self.pairs_run.start(lambda: generate_pairs(settings, self.cluster, self.models))
-
-    def stop_pairs(self) -> None:
-        self.pairs_run.stop()
-        self.pairs_controls.running = False
+        self.pairs_job.start(lambda: generate_pairs(settings, self.cluster, self.models))
 
     def _show_pairs(self, report) -> None:
-        if told_waiting(self.pairs_run, report, "Sampling the pairs"):
+        if told_waiting(self.pairs_job.run, report, "Sampling the pairs"):
             return
         if isinstance(report, Failed):
             self.show_error(f"The pairs could not be generated: {report.message}")
@@ -198,7 +178,7 @@ class RewardModelPage(pn.viewable.Viewer):
         if isinstance(report, PreferencePairs):
             base = report
         elif report.pairs is None:
-            self.pairs_controls.progress = report.done / report.total
+            self.pairs_job.controls.progress = report.done / report.total
             return
         else:
             base = report.pairs
@@ -219,7 +199,7 @@ class RewardModelPage(pn.viewable.Viewer):
             self.pair = min(self.pair, n - 1)
             self.param.pair.bounds = (0, n - 1)
             self._quiet = False
-            self.save_pairs_button.disabled = False
+            self.pairs_files.save_button.disabled = False
             self._relabel()
 
     def _relabel(self) -> None:
@@ -230,7 +210,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_text.object = pairs_summary(data, self.source, float(oracle_accuracy(data.g_a, data.g_b, data.tau_label)))
         self._update_table(data)
         self.data = data  # set once its views show it, so whoever sees the new data sees them too
-        self.stop_sweep()
+        self.sweep.job.stop()
         self._invalidate_model()
         self._debounce.soon("train", self.start_training)
 
@@ -243,10 +223,6 @@ class RewardModelPage(pn.viewable.Viewer):
         self.table.data = pairs_rows(d, rows, np.round(bt_prob(d.g_a[rows], d.g_b[rows], d.tau_label), 3))
         self.pair_text.object = pair_html(d, start, float(bt_prob(d.g_a[start], d.g_b[start], d.tau_label)))
 
-    def _list_files(self) -> None:
-        self.files.options = runs.pairs_files(self.root)
-        self.load_button.disabled = not self.files.options
-
     def load_file(self, path) -> None:
         """Read a pairs file from the runs folder and train on it; a bad file is one sentence and nothing else changes."""
         if not path:
@@ -256,7 +232,7 @@ class RewardModelPage(pn.viewable.Viewer):
         except ValueError as error:
             self.show_error(str(error))
             return
-        self.stop_pairs()
+        self.pairs_job.stop()
         self._quiet = True
         if self.param.tau_label.bounds[0] <= pairs.tau_label <= self.param.tau_label.bounds[1]:
             self.tau_label = pairs.tau_label
@@ -269,7 +245,7 @@ class RewardModelPage(pn.viewable.Viewer):
         if self.data is None:
             return None
         path = runs.write_pairs(self.root, self.data)
-        self._list_files()
+        self.pairs_files.refresh()
         self.saved_text.object = f"Pairs saved to `{path}`."
         return path
 
@@ -284,14 +260,14 @@ class RewardModelPage(pn.viewable.Viewer):
 
     def _invalidate_model(self) -> None:
         """The trained model no longer matches the data or the settings: clear its readings."""
-        self.train_run.stop()
+        self.training_job.stop()
         self.trained = None
         self.curve.data = {"step": [], "loss": [], "accuracy": []}
         self.ceiling.data = {"step": [], "acc_star": []}
         self.probe.data = {k: [] for k in self.probe.data}
         self.metrics.pane.visible = False
         self.save_button.disabled = True
-        self.train_controls.param.update(running=False, progress=0.0)
+        self.training_job.controls.progress = 0.0
 
     def start_training(self) -> None:
         """Train the reward model on the pairs shown, replacing any run under way (or show the one the server kept)."""
@@ -306,17 +282,12 @@ class RewardModelPage(pn.viewable.Viewer):
         kept = None if key is None else self.models.result(key)
         if kept is not None:
             self._show_training(replace(kept, pairs=pairs))
-            self._done(self.train_controls, True)
+            self.training_job.done(True)
             return
-        self.train_controls.running = True
-        self.train_run.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
-
-    def stop_training(self) -> None:
-        self.train_run.stop()
-        self.train_controls.running = False
+        self.training_job.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
 
     def _show_training(self, view: TrainingView | Queued | Failed) -> None:
-        if told_waiting(self.train_run, view, "The training"):
+        if told_waiting(self.training_job.run, view, "The training"):
             return
         if isinstance(view, Failed):
             self.show_error(view.message)
@@ -326,7 +297,7 @@ class RewardModelPage(pn.viewable.Viewer):
         with pn.io.hold():
             self.curve.data = view.curve
             self.ceiling.data = {"step": [0, view.settings.steps], "acc_star": [view.acc_star, view.acc_star]}
-            self.train_controls.progress = view.progress
+            self.training_job.controls.progress = view.progress
             if view.trained is None:
                 return
             e = view.trained.evaluation
@@ -351,44 +322,23 @@ class RewardModelPage(pn.viewable.Viewer):
     def start_sweep(self) -> None:
         """Relabel the same responses at each of SWEEP_TAUS and retrain (the training settings above)."""
         if self.data is None or self._closed:
-            self.sweep_controls.running = False
+            self.sweep.job.controls.running = False
             return
         self.show_error("")
-        self.sweep_controls.param.update(running=True, progress=0.0)
-        self.sweep.data = {k: [] for k in self.sweep.data}
-        pairs, settings, seed = self.data, self.train_settings(), self.label_seed
-        self.sweep_run.start(lambda: sweep_tau(pairs, SWEEP_TAUS, settings, seed, self.cluster))
-
-    def stop_sweep(self) -> None:
-        self.sweep_run.stop()
-        self.sweep_controls.running = False
-
-    def _show_sweep(self, view: SweepView | Queued | Failed) -> None:
-        if told_waiting(self.sweep_run, view, "The sweep"):
-            return
-        if isinstance(view, Failed):
-            self.show_error(view.message)
-            return
-        if view.pairs is not self.data:
-            return
-        self.sweep_controls.progress = view.progress
-        if len(view.rows) == len(self.sweep_rows) and view.rows == self.sweep_rows:
-            return
-        self.sweep_rows = view.rows
-        self.sweep.data = view.columns()
+        self.sweep.start(self.data, self.train_settings(), self.label_seed)
 
     def close(self) -> None:
         """The tab closed: stop every worker."""
         self._closed = True
-        for run in (self.pairs_run, self.train_run, self.sweep_run):
-            run.stop()
+        for job in (self.pairs_job, self.training_job, self.sweep.job):
+            job.run.stop()
 
     def _pairs_section(self):
         return pn.Column(
             pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160), slider(self.param.tau_label, width=300)),
-            self.pairs_controls,
-            self.pairs_run.notice,
-            pn.Row(self.files, self.load_button, self.save_pairs_button),
+            self.pairs_job.controls,
+            self.pairs_job.run.notice,
+            self.pairs_files,
             self.pairs_text,
             pn.Row(
                 pn.Column(slider(self.param.pair, width=300), self.pair_text, sizing_mode="stretch_width"),
@@ -404,8 +354,8 @@ class RewardModelPage(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown(TRAINING_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
-            self.train_controls,
-            self.train_run.notice,
+            self.training_job.controls,
+            self.training_job.run.notice,
             pn.Row(
                 plot_with_downloads(loss_figure(self.curve, self.loss_steps), {"training": self.curve}, "Training loss"),
                 plot_with_downloads(accuracy_figure(self.curve, self.ceiling, self.accuracy_steps),
@@ -418,15 +368,6 @@ class RewardModelPage(pn.viewable.Viewer):
             plot_with_downloads(probe_table(self.probe), {"probe": self.probe}),
             pn.Row(self.save_button),
             self.saved_text,
-            sizing_mode="stretch_width",
-        )
-
-    def _sweep_section(self):
-        return pn.Column(
-            pn.pane.Markdown(sweep_intro(SWEEP_TAUS), sizing_mode="stretch_width", margin=(0, 10)),
-            self.sweep_controls,
-            self.sweep_run.notice,
-            plot_with_downloads(sweep_figure(self.sweep), {"sweep": self.sweep}, "Accuracy and Acc* as the raters get noisier"),
             sizing_mode="stretch_width",
         )
 

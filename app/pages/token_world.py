@@ -25,16 +25,20 @@ from app.text.token_world import (
     EQUATION,
     INTRO,
     LAMBDA_INTRO,
+    MC_STALE,
     NOTICE,
     PREDICT,
+    READINGS,
     PREDICT_CHOICES,
     PREDICT_EXPLANATION,
+    THRESHOLD_CLAMPED,
     TRAINING_INTRO,
     WHY,
     episode_note,
     episode_table_html,
     lambda_zero_text,
     mc_checked_text,
+    mc_sampling_text,
     summary_text,
     training_note,
     training_table,
@@ -50,23 +54,27 @@ from engines.token_world import (
 from engines.token_world_training import (
     TokenWorldTrainingSettings,
     summarise_training,
-    training_methods,
     training_stream,
 )
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
-from widgets.run_controls import RunControls, seed_control
+from widgets.run_controls import seed_control
 from widgets.sections import LazySections
-from widgets.sliders import slider
-from widgets.streaming import StreamingCurve, StreamingRun
+from widgets.sliders import CappedSlider, slider
+from widgets.streaming import ControlledRun
 from widgets.token_world_plots import (
+    SLIGHT_NOISE,
+    critic_columns,
     decomposition_columns,
+    episode_columns,
     heat_map,
     lambda_panels,
     show_heat_axes,
     show_lambda_axes,
+    training_curve,
+    training_curve_data,
     value_cells,
 )
 from widgets.updates import one_update
@@ -77,8 +85,6 @@ SUMMARY = "A six-token world where every value is exact: TD errors, GAE and the 
 
 MAX_T = 12
 """Longest reply on the page: exact enumeration of all 2^12 = 4096 replies answers a slider in well under 0.1 s."""
-SLIGHT_NOISE = 0.05
-"""The seed's middle critic: exact V plus noise of sd 0.05."""
 LAMBDA_GRID = tuple(round(x, 2) for x in np.linspace(0.0, 1.0, 21))
 """Lambdas of the exact bias^2 / variance curves, 0 to 1 in steps of 0.05 (the seed's eight among them)."""
 MC_LAMBDAS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1.0)
@@ -89,19 +95,6 @@ REWARD_SHIFT = 5.0
 """The seed's shift: every episode gets +5 (5 for failure, 6 for success)."""
 REPORT_AT = (10, 25, 50, 150)
 """Updates after which the seed's training table reports the success probability."""
-LABELLED_T = 10
-"""Up to this T the heat map writes each value in its cell."""
-TRAINING_COLUMNS = ("none", "loo") + tuple(f"gae_{lam:g}" for lam in TRAINING_LAMBDAS)
-"""Column names of the training curves' data, one per row of `training_methods`."""
-
-
-def critic_columns(noises: np.ndarray, noise: float) -> tuple[int, int, int]:
-    """Columns of a decomposition for the three panels: exact V, V + 0.05 z, V + noise z.
-
-    The engine lists the exact V first and drops zero noises, so a chosen noise of 0 is the exact V.
-    """
-    chosen = np.flatnonzero(noises == noise)
-    return 0, int(np.flatnonzero(noises == SLIGHT_NOISE)[0]), int(chosen[-1]) if len(chosen) else 0
 
 
 class TokenWorldPage(pn.viewable.Viewer):
@@ -137,43 +130,20 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.panels: list = []
         self.lam_rules: list = []
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
-        self.metrics = MetricRow(
-            {
-                "V": ("V(start), chance of success", "{value:.4f}"),
-                "QA": ("Q(start, A)", "{value:.4f}"),
-                "QB": ("Q(start, B)", "{value:.4f}"),
-                "AA": ("advantage A(start, A)", "{value:+.4f}"),
-                "AB": ("advantage A(start, B)", "{value:+.4f}"),
-            }
-        )
+        self.metrics = MetricRow(READINGS)
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[EPISODE_CSS])
         self.episode_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.why = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.guide = session_guide()
         self.predict_card = PredictionCard("token-world/best-lambda", PREDICT, PREDICT_CHOICES, "0", PREDICT_EXPLANATION, guide=self.guide)
-        self.clamp = pn.pane.Alert(alert_type="info", sizing_mode="stretch_width", visible=False)
-        self.threshold_slider = slider(self.param.threshold, width=300)  # its end follows T
-        self._clamping = False
+        self.threshold_cap = CappedSlider(self.param.threshold, self.param.T, THRESHOLD_CLAMPED, width=300)
         self.mc_status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
-        self.mc_run = StreamingRun(self._apply_mc, self._mc_done, time_limit=limits.current().compute_seconds)
-        self.mc_controls = RunControls(self.start_mc, self.stop_mc)
-        self.training = StreamingCurve(
-            self._training_steps,
-            self._training_data,
-            x="update",
-            lines=dict(zip(TRAINING_COLUMNS, training_methods(TRAINING_LAMBDAS))),
-            x_label="policy update",
-            y_label="success probability, mean over seeds",
-            progress=lambda snap: (snap[1].shape[1] - 1) / snap[2],
-            seed=self.param.train_seed,
-            y_range=(0.0, 1.02),
-            name="training",
-            time_limit=limits.current().compute_seconds,
-        )
+        self.mc_job = ControlledRun(self._apply_mc, self.start_mc, time_limit=limits.current().compute_seconds)
+        self.training = training_curve(self._training_steps, self._training_data, TRAINING_LAMBDAS, self.param.train_seed,
+                                       limits.current().compute_seconds)
         self.training_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.training_result = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._trained_with: dict | None = None
-        self._run_settings = self.training_settings()
+        self._run_settings: TokenWorldTrainingSettings | None = None  # the last run's, fixed as it starts
         self.training.controls.param.watch(self._training_started, "running", onlychanged=False)
         self.sections = LazySections(self.param.section, {
             "values": ("Exact values V(t, k)", self._values_section),
@@ -184,7 +154,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.param.watch(self._changed, ["T", "threshold", "p_a", "lam", "critic_noise", "gamma", "seed", "reply", "episode_seed"])
         self.param.watch(self._training_changed, ["T", "threshold", "shift", "seeds", "steps", "train_seed"])
         self.notice = sync_url(self, self.URL_NAMES, query)  # a link's threshold above its T is clamped here
-        self.threshold_slider.end = self.T
+        self.threshold_cap.slider.end = self.T
         self._update_world()
         self._update_critics()
         self._update_lambda()
@@ -198,7 +168,7 @@ class TokenWorldPage(pn.viewable.Viewer):
             show_heat_axes(self.heat, self.T, self.p_a, self.threshold)
 
     def _lambda_panels(self):
-        grid, self.panels, self.lam_rules = lambda_panels(self.curves, self.mc, self.at_lam, SLIGHT_NOISE)
+        grid, self.panels, self.lam_rules = lambda_panels(self.curves, self.mc, self.at_lam)
         self._show_lambda_axes()
         return grid
 
@@ -225,27 +195,13 @@ class TokenWorldPage(pn.viewable.Viewer):
             episode_noise=self.critic_noise,
         )
 
-    def _clamp_threshold(self) -> bool:
-        """Keep threshold <= T: clamp it with a visible notice, and end its slider at T. True if it moved."""
-        moved = self.threshold > self.T
-        if moved:
-            self.clamp.object = f"The threshold {self.threshold} was more than T = {self.T} tokens, so it is now {self.T}."
-            self._clamping = True  # the clamp's own event is drawn by the update under way
-            try:
-                self.threshold = self.T
-            finally:
-                self._clamping = False
-        self.clamp.visible = moved
-        self.threshold_slider.end = self.T
-        return moved
-
     def _changed(self, *events):
-        if self._clamping:
+        if self.threshold_cap.clamping:
             return
         names = {e.name for e in events}
         # One batch per slider step: the plots' data first, the text after it.
         with one_update():
-            if names & {"T", "threshold"} and self._clamp_threshold():
+            if names & {"T", "threshold"} and self.threshold_cap.apply():
                 names.add("threshold")
             if names & {"T", "threshold", "p_a", "gamma"}:
                 self._update_world()
@@ -257,7 +213,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     def _update_world(self):
         T = self.T
         v = RESULTS.get(token_values, T, self.threshold, self.p_a, self.gamma)
-        self.cells.data = value_cells(v.V, labelled=T <= LABELLED_T)
+        self.cells.data = value_cells(v.V)
         self._show_heat_axes()
         self.metrics.update(V=v.V[0, 0], QA=v.Q[0, 0, 1], QB=v.Q[0, 0, 0], AA=v.A[0, 0, 1], AB=v.A[0, 0, 0])
         self.why.object = lambda_zero_text(T, self.threshold, self.p_a, self.gamma)
@@ -275,10 +231,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self._show_lambda_axes()
         e = RESULTS.get(one_episode, settings)
         self.path.data = {"t": np.arange(self.T), "k": e.k}
-        self.episode.data = {
-            "t": np.arange(self.T), "k": e.k, "token": ["A" if a else "B" for a in e.tokens], "r": e.r, "V": e.V,
-            "V_next": e.V_next, "delta": e.delta, "gae": e.gae, "exact_A": e.exact_A, "monte_carlo": e.monte_carlo,
-        }
+        self.episode.data = episode_columns(e)
         self.table.object = episode_table_html(e, self.lam, self.gamma, self.critic_noise)
         self.episode_note.object = episode_note(self.reply, self.T, self.episode_seed, self.p_a)
         values = RESULTS.get(token_values, self.T, self.threshold, self.p_a, self.gamma)
@@ -293,21 +246,16 @@ class TokenWorldPage(pn.viewable.Viewer):
     def start_mc(self) -> None:
         """Check the exact decomposition by Monte Carlo, off the UI thread; restarting cancels a run under way."""
         self._clear_mc()
-        self.mc_controls.param.update(running=True, progress=0.0)
         settings = self.world_settings(lambdas=MC_LAMBDAS)
-        self.mc_status.object = f"Monte Carlo check: sampling up to {settings.episodes:,} episodes (episode stream of critic seed {settings.seed}) ..."
-        self.mc_run.start(lambda: mc_steps(settings))
-
-    def stop_mc(self) -> None:
-        self.mc_run.stop()
-        self.mc_controls.running = False
+        self.mc_status.object = mc_sampling_text(settings.episodes, settings.seed)
+        self.mc_job.start(lambda: mc_steps(settings))
 
     def _restart_or_clear_mc(self) -> None:
-        if self.mc_run.running:
+        if self.mc_job.run.running:
             self.start_mc()  # a newer setting cancels the stale check
         elif len(self.mc.data["lam"]):
             self._clear_mc()
-            self.mc_status.object = "The settings changed since the Monte Carlo check: run it again to check these."
+            self.mc_status.object = MC_STALE
 
     def _clear_mc(self) -> None:
         self.mc.data = decomposition_columns(None, ())
@@ -318,11 +266,8 @@ class TokenWorldPage(pn.viewable.Viewer):
         columns = critic_columns(d.critic_noises, self.critic_noise)
         self.mc.data = decomposition_columns(d, columns)
         gap = float(np.abs(d.total[:, columns] - exact.total[:, columns]).max())
-        self.mc_controls.progress = n / target
+        self.mc_job.controls.progress = n / target
         self.mc_status.object = mc_checked_text(n, self.seed, gap)
-
-    def _mc_done(self, finished: bool) -> None:
-        self.mc_controls.running = False
 
     # ------------------------------------------------------------------ training
 
@@ -340,15 +285,11 @@ class TokenWorldPage(pn.viewable.Viewer):
             spread_at=min(25, steps),
         )
 
-    def _training_key(self) -> dict:
-        return {name: getattr(self, name) for name in ("T", "threshold", "shift", "seeds", "steps", "train_seed")}
-
     def _training_started(self, event) -> None:
         """On the session's thread, as a run starts: fix its settings and say what it trains."""
         if not event.new:
             return
         self._run_settings = self.training_settings()
-        self._trained_with = self._training_key()
         self.training_result.object = ""
         self._show_training_note()
 
@@ -359,7 +300,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     def _training_data(self, snapshot) -> dict:
         """The curves' columns from an accumulated snapshot; the seed's table once the run is complete."""
         methods, success, steps = snapshot
-        data = {"update": np.arange(success.shape[1])} | dict(zip(TRAINING_COLUMNS, success.mean(-1)))
+        data = training_curve_data(success, TRAINING_LAMBDAS)
         if success.shape[1] == steps + 1:
             settings = self._run_settings
             self.training_result.object = training_table(summarise_training(methods, success, settings), settings)
@@ -372,11 +313,11 @@ class TokenWorldPage(pn.viewable.Viewer):
             self._show_training_note()
 
     def _show_training_note(self) -> None:
-        self.training_note.object = training_note(self._trained_with, self._training_key(), REWARD_SHIFT)
+        self.training_note.object = training_note(self._run_settings, self.training_settings())
 
     def close(self) -> None:
         """Stop the Monte Carlo check and the training (the browser tab closed)."""
-        self.mc_run.stop()
+        self.mc_job.run.stop()
         self.training.stop()
 
     # ------------------------------------------------------------------ layout
@@ -408,8 +349,8 @@ class TokenWorldPage(pn.viewable.Viewer):
             pn.pane.Markdown(LAMBDA_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
             plot_with_downloads(self._lambda_panels(), {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
-            pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_controls),
-            self.mc_run.notice,
+            pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_job.controls),
+            self.mc_job.run.notice,
             self.mc_status,
             note="the bias and variance of GAE against λ",
         )
@@ -430,9 +371,9 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     def __panel__(self):
         controls = pn.Column(
-            pn.Row(slider(self.param.T, width=300), self.threshold_slider, slider(self.param.p_a, width=300)),
+            pn.Row(slider(self.param.T, width=300), self.threshold_cap.slider, slider(self.param.p_a, width=300)),
             pn.Row(slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300)),
-            self.clamp,
+            self.threshold_cap.notice,
             seed_control(self.param.seed),
         )
         return pn.Column(

@@ -71,12 +71,34 @@ TRAINING_INTRO = (
 """What the training section trains, above its controls."""
 
 
+THRESHOLD_CLAMPED = "The threshold {value} was more than T = {cap} tokens, so it is now {cap}."
+"""Above the sliders when the threshold was clamped to T (widgets.sliders.CappedSlider)."""
+
+READINGS = {
+    "V": ("V(start), chance of success", "{value:.4f}"),
+    "QA": ("Q(start, A)", "{value:.4f}"),
+    "QB": ("Q(start, B)", "{value:.4f}"),
+    "AA": ("advantage A(start, A)", "{value:+.4f}"),
+    "AB": ("advantage A(start, B)", "{value:+.4f}"),
+}
+"""The exact values at the start of a reply, under the summary: (label, format) by name."""
+
+
 def episode_note(reply: str, T: int, episode_seed: int, p_a: float) -> str:
     """Which episode the table shows: the chapter's ABABAA, or one sampled from the policy (and why, if the chapter's was asked for)."""
     if reply == "chapter" and T == len(CHAPTER_REPLY):
         return "The chapter's episode ABABAA (section 6.9). **New episode** samples one from the policy instead."
     lead = f"The chapter's reply has {len(CHAPTER_REPLY)} tokens, so with T = {T} a reply is sampled instead: " if reply == "chapter" else ""
     return f"{lead}episode seed **{episode_seed}**, {T} tokens from the policy with P(A) = {p_a:.2f}."
+
+
+MC_STALE = "The settings changed since the Monte Carlo check: run it again to check these."
+"""Under the lambda panels once a finished check no longer matches the controls (its circles are cleared)."""
+
+
+def mc_sampling_text(episodes: int, seed: int) -> str:
+    """The Monte Carlo check as it starts, before its first episodes arrive."""
+    return f"Monte Carlo check: sampling up to {episodes:,} episodes (episode stream of critic seed {seed}) ..."
 
 
 def mc_checked_text(episodes: int, seed: int, gap: float) -> str:
@@ -87,15 +109,15 @@ def mc_checked_text(episodes: int, seed: int, gap: float) -> str:
     )
 
 
-def training_note(trained: dict | None, controls: dict, reward_shift: float) -> str:
-    """What the last run trained with (`trained`: T, threshold, shift, seeds, steps, train_seed), and whether `controls` have moved since."""
+def training_note(trained: TokenWorldTrainingSettings | None, controls: TokenWorldTrainingSettings) -> str:
+    """What the last run trained with (None before the first), and whether the settings of the `controls` have moved since."""
     if trained is None:
         return "Press **Start** to train; the curves fill in as it goes."
-    shift = f"+{reward_shift:g} reward shift" if trained["shift"] else "no reward shift"
+    shift = f"+{trained.shift:g} reward shift" if trained.shift else "no reward shift"
     stale = "" if trained == controls else " The controls have changed since: press **Start** to train with them."
     return (
-        f"Trained with T = {trained['T']}, threshold {trained['threshold']}, {trained['seeds']} seeds × {trained['steps']} updates "
-        f"of 16 episodes, {shift}, training seed {trained['train_seed']}.{stale}"
+        f"Trained with T = {trained.T}, threshold {trained.threshold}, {trained.seeds} seeds × {trained.steps} updates "
+        f"of {trained.episodes} episodes, {shift}, training seed {trained.seed}.{stale}"
     )
 
 

@@ -88,7 +88,7 @@ def test_join_waits_for_the_replaced_jobs_too():
 
 LIMITED_JOBS = [
     (bandit.page, "start_training", lambda pg: pg.run),
-    (token_world.page, "start_mc", lambda pg: pg.mc_run),
+    (token_world.page, "start_mc", lambda pg: pg.mc_job.run),
     (token_world.page, lambda pg: pg.training.start(), lambda pg: pg.training.run),
     (toy_target.page, "start_experiment", lambda pg: pg.experiment_run),
     (toy_target.page, "start_training", lambda pg: pg.training_run),

@@ -223,8 +223,8 @@ def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(ru
 
     pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4", "lm_seed": "7"}, runs_dir=runs_dir)
     pg.start_frontier()
-    pg.lm_run.join(120)
-    assert pg.lm_controls.progress == 1.0 and not pg.lm_controls.running
+    pg.lm_job.run.join(120)
+    assert pg.lm_job.controls.progress == 1.0 and not pg.lm_job.controls.running
     expected = sampled_frontier(lm_frontier(LMFrontierSettings(prompts=2, samples=4, seed=7)).rewards, LM_BETAS)
     np.testing.assert_array_equal(pg.lm_curve.data["kl"], expected.kl)
     np.testing.assert_array_equal(pg.lm_curve.data["reward"], expected.reward)
@@ -248,14 +248,14 @@ def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir, cp
     pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4"}, runs_dir=runs_dir)
     pg.start_frontier()
     deadline = time.monotonic() + 60
-    while not (pg.lm_run.notice.visible and "place 1" in pg.lm_run.notice.object):
+    while not (pg.lm_job.run.notice.visible and "place 1" in pg.lm_job.run.notice.object):
         assert time.monotonic() < deadline, "the sampling never said it waits"
         time.sleep(0.05)
-    assert pg.lm_run.notice.object == Queued("cpu", 1).sentence("The sampling") and len(pg.lm_curve.data["kl"]) == 0
+    assert pg.lm_job.run.notice.object == Queued("cpu", 1).sentence("The sampling") and len(pg.lm_curve.data["kl"]) == 0
     assert current().overview()[0].waiting == ("KL page · frontier, 2 prompts × 4 replies",)
     cpu_taken.free()
-    pg.lm_run.join(120)
-    assert pg.lm_controls.progress == 1.0 and not pg.lm_run.notice.visible and current().overview() == []
+    pg.lm_job.run.join(120)
+    assert pg.lm_job.controls.progress == 1.0 and not pg.lm_job.run.notice.visible and current().overview() == []
 
 
 def test_a_model_that_cannot_be_loaded_gives_one_sentence(tmp_path, monkeypatch):
@@ -264,8 +264,8 @@ def test_a_model_that_cannot_be_loaded_gives_one_sentence(tmp_path, monkeypatch)
     pg = KLPage(query={}, runs_dir=tmp_path)
     pg.lm_source = next(label for label in pg.param.lm_source.objects if "no-such-model" in label)
     pg.start_frontier()
-    pg.lm_run.join(60)
-    assert "cannot be downloaded without network" in pg.lm_status.object and not pg.lm_controls.running
+    pg.lm_job.run.join(60)
+    assert "cannot be downloaded without network" in pg.lm_status.object and not pg.lm_job.controls.running
     pg.lm_source = source_label(LM_SOURCE)  # the page keeps working
     assert "Press Start" in pg.lm_status.object
 

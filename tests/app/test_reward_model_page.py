@@ -63,14 +63,14 @@ def make_page(monkeypatch, tmp_path):
     yield build
     for pg in pages:
         pg.close()
-        for run in (pg.pairs_run, pg.train_run, pg.sweep_run):
+        for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep.job.run):
             run.join(30)
 
 
 def test_defaults_and_the_link(make_page):
     pg = rm.RewardModelPage(query={}, root=".", models=ModelCache())
     pg.close()
-    for run in (pg.pairs_run, pg.train_run, pg.sweep_run):
+    for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep.job.run):
         run.join(30)  # a training still running would share the cores with the next test's, and MKL's sums with them
     assert (pg.pairs, pg.tau_label, pg.steps, pg.min_count) == (2000, 0.5, 200, 2)  # the engines' defaults
     assert not pg.notice.visible
@@ -134,7 +134,7 @@ def test_save_the_model_and_the_pairs_then_load_them(make_page, tmp_path):
     again = load_reward_model(path)
     np.testing.assert_allclose(again(pg.data.prompt_ids, pg.data.ids_a), pg.trained(pg.data.prompt_ids, pg.data.ids_a))
     pairs_path = pg.save_pairs()
-    assert list(pg.files.options.values()) == [str(pairs_path)]
+    assert list(pg.pairs_files.files.options.values()) == [str(pairs_path)]
     np.testing.assert_array_equal(load_pairs(pairs_path).label, pg.data.label)
     pg.tau_label = 1.0
     pg.load_file(str(pairs_path))  # the file's own labels and tau_label come back
@@ -149,8 +149,8 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
     (tmp_path / "pairs").mkdir()
     bad = tmp_path / "pairs" / "broken.npz"
     bad.write_bytes(b"PK\x03\x04 not really a zip file")
-    pg._list_files()
-    pg.load_file(pg.files.options["broken.npz"])
+    pg.pairs_files.refresh()
+    pg.load_file(pg.pairs_files.files.options["broken.npz"])
     assert pg.errors.visible and pg.errors.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
     assert pg.data is before  # the page goes on with the pairs it had
 
@@ -160,7 +160,7 @@ def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_t
     pg = make_page({"steps": "2000"})
     wait(lambda: len(pg.curve.data["step"]) >= 1)
     os.kill(pid, signal.SIGKILL)
-    wait(lambda: not pg.train_controls.running)
+    wait(lambda: not pg.training_job.controls.running)
     shown = int(pg.curve.data["step"][-1])
     assert pg.errors.visible and pg.errors.object.startswith(
         "- The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
@@ -175,11 +175,11 @@ def test_the_sweep_matches_the_engine(make_page):
     pg = make_page({"steps": "20", "pairs": "100"})
     wait(lambda: pg.trained is not None)
     pg.start_sweep()
-    wait(lambda: len(pg.sweep_rows) == len(rm.SWEEP_TAUS) and not pg.sweep_controls.running)
+    wait(lambda: len(pg.sweep.rows) == len(rm.SWEEP_TAUS) and not pg.sweep.job.controls.running)
     rows = tau_sweep(pg.data, rm.SWEEP_TAUS, pg.train_settings(), label_seed=pg.label_seed)
-    assert [r.evaluation for r in pg.sweep_rows] == [r.evaluation for r in rows]
-    np.testing.assert_allclose(pg.sweep.data["acc_star"], [r.evaluation.acc_star for r in rows])
-    assert pg.sweep.data["acc_star"][0] > pg.sweep.data["acc_star"][-1]  # noisier raters, a lower ceiling
+    assert [r.evaluation for r in pg.sweep.rows] == [r.evaluation for r in rows]
+    np.testing.assert_allclose(pg.sweep.source.data["acc_star"], [r.evaluation.acc_star for r in rows])
+    assert pg.sweep.source.data["acc_star"][0] > pg.sweep.source.data["acc_star"][-1]  # noisier raters, a lower ceiling
 
 
 def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make_page):
@@ -187,32 +187,32 @@ def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make
     wait(lambda: first.trained is not None)
     second = make_page({"steps": "20"})
     wait(lambda: second.trained is not None)
-    assert second.train_run._thread is None  # no training was started: the server's kept model is shown
+    assert second.training_job.run._thread is None  # no training was started: the server's kept model is shown
     assert second.trained is first.trained and second.metrics.values() == first.metrics.values()
     np.testing.assert_array_equal(second.curve.data["accuracy"], first.curve.data["accuracy"])
     alone = make_page({"steps": "20"}, models=ModelCache())  # a page that shares nothing kept trains its own, the same
     wait(lambda: alone.trained is not None)
-    assert alone.train_run._thread is not None and alone.trained.evaluation == first.trained.evaluation
+    assert alone.training_job.run._thread is not None and alone.trained.evaluation == first.trained.evaluation
     second.min_count = 1  # other settings: trained afresh
     wait(lambda: second.trained is not None and second.trained.settings.min_count == 1)
-    assert second.train_run._thread is not None
+    assert second.training_job.run._thread is not None
 
 
 def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.train_run.notice.visible and "place 1" in pg.train_run.notice.object)
-    assert pg.train_run.notice.object == Queued("cpu", 1).sentence("The training")
-    assert "waits for the cpu (place 1 in line)" in pg.train_run.notice.object and len(pg.curve.data["step"]) == 0
+    wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
+    assert pg.training_job.run.notice.object == Queued("cpu", 1).sentence("The training")
+    assert "waits for the cpu (place 1 in line)" in pg.training_job.run.notice.object and len(pg.curve.data["step"]) == 0
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",)]
     cpu_taken.free()
     wait(lambda: pg.trained is not None)
-    assert not pg.train_run.notice.visible
+    assert not pg.training_job.run.notice.visible
     wait(lambda: current().overview() == [])  # its place is left when it ends
 
 
 def test_learners_queued_behind_the_same_training_get_its_result(make_page, cpu_taken):
     first, second = make_page({"steps": "20"}), make_page({"steps": "20"})  # a room opening the page at once
-    wait(lambda: second.train_run.notice.visible and "place 2" in second.train_run.notice.object)
+    wait(lambda: second.training_job.run.notice.visible and "place 2" in second.training_job.run.notice.object)
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",) * 2]
     cpu_taken.free()
     wait(lambda: first.trained is not None and second.trained is not None)
@@ -221,9 +221,9 @@ def test_learners_queued_behind_the_same_training_get_its_result(make_page, cpu_
 
 def test_a_closed_page_leaves_the_queue(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.train_run.notice.visible and "place 1" in pg.train_run.notice.object)
+    wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
     pg.close()
-    pg.train_run.join(5)
+    pg.training_job.run.join(5)
     wait(lambda: [q.waiting for q in current().overview()] == [()])
 
 
@@ -231,11 +231,11 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
     models = ModelCache()
     pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path, models=models)
     try:
-        wait(lambda: pg.pairs_run.notice.visible and "place 1" in pg.pairs_run.notice.object)
-        assert pg.pairs_run.notice.object == Queued("cpu", 1).sentence("Sampling the pairs") and pg.data is None
+        wait(lambda: pg.pairs_job.run.notice.visible and "place 1" in pg.pairs_job.run.notice.object)
+        assert pg.pairs_job.run.notice.object == Queued("cpu", 1).sentence("Sampling the pairs") and pg.data is None
         cpu_taken.free()
         wait(lambda: pg.data is not None)
-        pg.stop_training()
+        pg.training_job.stop()
         expected = make_pairs(PairSettings(pairs=50, seed=0))
         np.testing.assert_array_equal(pg.data.text_a, expected.text_a)
         np.testing.assert_array_equal(pg.data.label, expected.label)
@@ -243,7 +243,7 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
         assert models.result(pairs_key(PairSettings(pairs=50, seed=0))) is pg.base  # the next learner gets it at once
     finally:
         pg.close()
-        pg.train_run.join(30)
+        pg.training_job.run.join(30)
 
 
 def test_the_bundled_default_pairs_are_the_default_settings_scored_and_labelled_honestly():

@@ -9,7 +9,6 @@ from app.pages.token_world import (
     LAMBDA_GRID,
     MC_LAMBDAS,
     TokenWorldPage,
-    critic_columns,
     page,
     reply_tokens,
 )
@@ -22,6 +21,7 @@ from engines.token_world import (
     token_values,
 )
 from engines.token_world_training import train_token_world
+from widgets.token_world_plots import critic_columns
 
 
 def test_default_page_shows_the_seed_world():
@@ -33,7 +33,7 @@ def test_default_page_shows_the_seed_world():
     }
     assert "tokens ABABAA, reward at the end = 1; λ = 0.95" in pg.table.object
     assert "δ_0 = 0 + 1.00 × V(1, 1) − V(0, 0) = 1.00 × 0.6826 − 0.5443 = +0.1382" in pg.why.object
-    assert not pg.notice.visible and not pg.clamp.visible
+    assert not pg.notice.visible and not pg.threshold_cap.notice.visible
 
 
 CHANGES = [{}, {"T": 9, "threshold": 7, "p_a": 0.45}, {"gamma": 0.8, "lam": 0.3}, {"critic_noise": 0.0}, {"critic_noise": 0.05, "seed": 7}, {"T": 12, "threshold": 2}]
@@ -93,20 +93,20 @@ def test_zero_noise_third_panel_is_the_exact_critic():
 def test_threshold_is_clamped_to_T_with_a_notice():
     pg = page(query={"T": "10", "threshold": "8"})
     pg.__panel__()  # the page drawn, with its heat map
-    assert (pg.T, pg.threshold) == (10, 8) and pg.threshold_slider.end == 10
+    assert (pg.T, pg.threshold) == (10, 8) and pg.threshold_cap.slider.end == 10
     pg.T = 5
-    assert pg.threshold == 5 and pg.threshold_slider.end == 5
-    assert pg.clamp.visible and "threshold 8 was more than T = 5" in pg.clamp.object
+    assert pg.threshold == 5 and pg.threshold_cap.slider.end == 5
+    assert pg.threshold_cap.notice.visible and "threshold 8 was more than T = 5" in pg.threshold_cap.notice.object
     assert len(pg.cells.data["t"]) == 15 and "≥ 5]" in pg.heat.title.text  # redrawn for the clamped world
     pg.T = 7
-    assert pg.threshold == 5 and not pg.clamp.visible and pg.threshold_slider.end == 7
+    assert pg.threshold == 5 and not pg.threshold_cap.notice.visible and pg.threshold_cap.slider.end == 7
     pg.threshold = 9  # a value past T from code or a link is clamped too
-    assert pg.threshold == 7 and pg.clamp.visible
+    assert pg.threshold == 7 and pg.threshold_cap.notice.visible
 
 
 def test_link_with_threshold_above_T_is_clamped():
     pg = page(query={"T": "4", "threshold": "6"})
-    assert (pg.T, pg.threshold) == (4, 4) and pg.clamp.visible
+    assert (pg.T, pg.threshold) == (4, 4) and pg.threshold_cap.notice.visible
 
 
 def test_new_episode_samples_a_reply_and_shows_its_seed(monkeypatch):
@@ -123,12 +123,12 @@ def test_new_episode_samples_a_reply_and_shows_its_seed(monkeypatch):
 def test_monte_carlo_check_streams_the_engine_estimate():
     pg = page(query={"episodes": "2000", "T": "4", "threshold": "2"})
     pg.start_mc()
-    pg.mc_run.join(30)
+    pg.mc_job.run.join(30)
     settings = pg.world_settings(lambdas=MC_LAMBDAS)
     d = gae_decomposition_mc(settings)  # the last snapshot is the full-size estimate
     j = critic_columns(d.critic_noises, pg.critic_noise)[2]
     np.testing.assert_array_equal(pg.mc.data["total_chosen"], d.total[:, j])
-    assert pg.mc_controls.progress == 1.0 and not pg.mc_controls.running
+    assert pg.mc_job.controls.progress == 1.0 and not pg.mc_job.controls.running
     assert "**2,000** sampled episodes" in pg.mc_status.object
     pg.p_a = 0.7  # the check no longer matches the settings: its points are removed
     assert len(pg.mc.data["lam"]) == 0 and "settings changed" in pg.mc_status.object
