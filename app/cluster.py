@@ -237,6 +237,8 @@ class Job:
                     continue
                 if self.future.status in ("error", "finished"):
                     break  # the worker died, or the job ended before it could say so
+                if self.future.status == "cancelled" and self._stopped_at is None:
+                    self._stopped_at = time.monotonic()  # let go of by the scheduler (its client closing), not by stop()
                 if self.future.status == "cancelled" and (not started or time.monotonic() - self._stopped_at > STOP_SECONDS):
                     break  # stopped while waiting, or the step in flight never came (its worker died meanwhile)
                 if not started:
