@@ -279,8 +279,13 @@ class Job:
             return  # the process is closing its connection: the scheduler lets go of its jobs itself
         if self._stopped_at is None:
             self._stopped_at = time.monotonic()
-        self._pause.clear()
-        self.future.cancel()
+        from distributed.client import ClosedClientError
+
+        try:
+            self._pause.clear()
+            self.future.cancel()
+        except ClosedClientError:
+            pass  # it closed meanwhile (the process exiting): the scheduler lets go of its jobs itself
 
 
 class Cluster:
