@@ -63,10 +63,10 @@ from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
-from widgets.run_controls import RunControls, seed_control
+from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import labelled_buttons, slider
-from widgets.streaming import StreamingRun
+from widgets.streaming import ControlledRun
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -162,8 +162,8 @@ class BanditPage(pn.viewable.Viewer):
         self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
         self.view: TrainingView | None = None
         self.delayed_restart = Debounce(RESTART_DELAY_MS)
-        self.run = StreamingRun(self._show_training, self._training_done, time_limit=limits.current().compute_seconds)
-        self.run_controls = RunControls(self.start_training, self.stop_training, seed=self.param.train_seed)
+        self.training_job = ControlledRun(self._show_training, self.start_training, seed=self.param.train_seed,
+                                          time_limit=limits.current().compute_seconds)
         self._started = False
         self.sections = LazySections(self.param.section, {
             "estimates": ("Gradient and variance", self._estimates_section),
@@ -282,26 +282,21 @@ class BanditPage(pn.viewable.Viewer):
         """Stop the run under way and clear its curves now; start afresh once the controls have
         been still for RESTART_DELAY_MS, so a drag's updates do not share the CPU with runs
         that the next step of the drag would cancel anyway."""
-        self.run.stop()
+        self.training_job.run.stop()
         self._clear_training()
         self.delayed_restart.soon("training", self.start_training)
 
     def _clear_training(self) -> None:
         self.curves.data = dict(EMPTY_CURVES)
         self.arms.data = dict(EMPTY_ARMS)
-        self.run_controls.param.update(running=False, progress=0.0)
+        self.training_job.controls.param.update(running=False, progress=0.0)
 
     def start_training(self) -> None:
         """Start a fresh run of the three baselines, replacing any run under way."""
         settings = self.training_settings()
         self._clear_training()
-        self.run_controls.running = True
         every = max(1, settings.steps // 200)
-        self.run.start(lambda: training_views(settings, every))
-
-    def stop_training(self) -> None:
-        self.run.stop()
-        self.run_controls.running = False
+        self.training_job.start(lambda: training_views(settings, every))
 
     def _show_training(self, view: TrainingView) -> None:
         if view.settings != self.training_settings():
@@ -311,16 +306,11 @@ class BanditPage(pn.viewable.Viewer):
             self.curves.data = view.curves
             self.arms.data = view.arms
             self.table.object = training_table(view)
-            self.run_controls.progress = view.step / view.settings.steps
-
-    def _training_done(self, finished: bool) -> None:
-        self.run_controls.running = False
-        if finished:
-            self.run_controls.progress = 1.0
+            self.training_job.controls.progress = view.step / view.settings.steps
 
     def close(self) -> None:
         """The tab closed: stop the training run."""
-        self.run.stop()
+        self.training_job.run.stop()
 
     def set_b(self, value: float) -> None:
         """Move the baseline slider to `value` (V or b*), rounded to the slider's hundredths."""
@@ -352,8 +342,8 @@ class BanditPage(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown(TRAINING_NOTE, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
-            self.run_controls,
-            self.run.notice,
+            self.training_job.controls,
+            self.training_job.run.notice,
             self.arm_card,
             self.arm_card.guard(
                 pn.Row(

@@ -60,10 +60,9 @@ from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
-from widgets.run_controls import RunControls
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.streaming import StreamingRun
+from widgets.streaming import ControlledRun
 from widgets.style import OKABE_ITO
 from widgets.toy_target_plots import (
     COLOURS,
@@ -132,11 +131,9 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.seed_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.variance_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
         self.training_summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
-        self.experiment_controls = RunControls(self.start_experiment, self.stop_experiment, seed=self.param.seed)
-        self.training_controls = RunControls(self.start_training, self.stop_training)
         compute_seconds = limits.current().compute_seconds
-        self.experiment_run = StreamingRun(self._apply_batches, lambda done: self._done(self.experiment_controls, done), time_limit=compute_seconds)
-        self.training_run = StreamingRun(self._apply_training, lambda done: self._done(self.training_controls, done), time_limit=compute_seconds)
+        self.experiment_job = ControlledRun(self._apply_batches, self.start_experiment, seed=self.param.seed, time_limit=compute_seconds)
+        self.training_job = ControlledRun(self._apply_training, self.start_training, time_limit=compute_seconds)
         self._started = False
         self.guide = session_guide()
         self.start_card = PredictionCard(
@@ -185,34 +182,20 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     def start_experiment(self) -> None:
         """Draw the batches afresh; a run under way is cancelled."""
-        self.experiment_controls.param.update(running=True, progress=0.0)
         s = (self.samples, self.batches, self.target_seed, self.seed)
-        self.experiment_run.start(lambda: draw_batches(*s))
-
-    def stop_experiment(self) -> None:
-        self.experiment_run.stop()
-        self.experiment_controls.running = False
+        self.experiment_job.start(lambda: draw_batches(*s))
 
     def start_training(self) -> None:
         """Train every seed with and without the baseline afresh; a run under way is cancelled."""
-        self.training_controls.param.update(running=True, progress=0.0)
         settings = ToyTargetSettings(T=T, V=V, target_seed=self.target_seed, samples=self.samples, seeds=self.seeds,
                                      steps=self.steps, lr=self.lr, seed=self.seed)
         estimators = ("none", self.estimator)
-        self.training_run.start(lambda: train(settings, estimators, every=5))
-
-    def stop_training(self) -> None:
-        self.training_run.stop()
-        self.training_controls.running = False
+        self.training_job.start(lambda: train(settings, estimators, every=5))
 
     def close(self) -> None:
-        self.experiment_run.stop()
-        self.training_run.stop()
+        self.experiment_job.run.stop()
+        self.training_job.run.stop()
 
-    def _done(self, controls: RunControls, finished: bool) -> None:
-        controls.running = False
-        if finished:
-            controls.progress = 1.0
 
     # --- the Monte Carlo panels ----------------------------------------------------------
 
@@ -220,7 +203,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         if batches is None:
             return
         self.batches_drawn = batches
-        self.experiment_controls.progress = batches.drawn / batches.total
+        self.experiment_job.controls.progress = batches.drawn / batches.total
         with one_update():
             t, c, k = np.nonzero(ACTIVE)
             self.means.data = {"t": t + 1, "c": c, "k": k, "exact": batches.exact[ACTIVE],
@@ -263,7 +246,7 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     def _apply_training(self, snapshot: TrainingSnapshot) -> None:
         self.training = snapshot
-        self.training_controls.progress = snapshot.step / self.steps
+        self.training_job.controls.progress = snapshot.step / self.steps
         E, S, n = snapshot.J.shape
         x = np.arange(n)
         labels = [ESTIMATORS[name] for name in snapshot.estimators]
@@ -319,8 +302,8 @@ class ToyTargetPage(pn.viewable.Viewer):
     def _training_section(self):
         return pn.Column(
             pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
-            self.training_controls,
-            self.training_run.notice,
+            self.training_job.controls,
+            self.training_job.run.notice,
             plot_with_downloads(training_figure(self.curves, self.reached), {"training": self.training_table}),
             self.training_summary,
             sizing_mode="stretch_width",
@@ -340,8 +323,8 @@ class ToyTargetPage(pn.viewable.Viewer):
                 pn.pane.Markdown("**Compared with no baseline:**", margin=(8, 10)),
                 pn.widgets.RadioButtonGroup.from_param(self.param.estimator),
             ),
-            self.experiment_controls,
-            self.experiment_run.notice,
+            self.experiment_job.controls,
+            self.experiment_job.run.notice,
             self.summary,
             self.metrics,
             self.sections,

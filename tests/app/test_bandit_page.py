@@ -32,13 +32,13 @@ FAST = {"samples": "20000", "seeds": "10", "steps": "10"}
 
 def make(**query) -> BanditPage:
     pg = page(query={**FAST, **{k: str(v) for k, v in query.items()}})
-    pg.run.join()  # the training run the page starts on load
+    pg.training_job.run.join()  # the training run the page starts on load
     return pg
 
 
 def test_default_page_is_the_seeds_monte_carlo_check():
     pg = page(query={"seeds": "10", "steps": "10"})
-    pg.run.join()
+    pg.training_job.run.join()
     assert (pg.means, pg.sd, pg.theta, pg.b, pg.samples) == ((5.0, 6.0, 7.0, 8.0), 1.0, (0.0,) * 4, 6.5, 200_000)
     shown = pg.metrics.values()
     # Exact figures of seed 000 sections 6.4 and 6.7, to 3 decimals.
@@ -139,7 +139,7 @@ def test_training_curves_and_counts_follow_the_engine():
     pg = make(seeds=40, steps=120, lr=0.1, train_seed=4, section="training")
     view = pg.view
     assert view.step == 120
-    assert pg.run_controls.progress == 1.0 and not pg.run_controls.running
+    assert pg.training_job.controls.progress == 1.0 and not pg.training_job.controls.running
     settings = BanditTrainingSettings(seeds=40, steps=120, lr=0.1, seed=4, report_steps=(120,))
     assert pg.training_settings() == view.settings == settings
     data = pg.curves.data
@@ -162,11 +162,11 @@ def test_training_curves_and_counts_follow_the_engine():
 def test_training_runs_once_its_section_is_opened():
     pg = make()
     pg.__panel__()  # the page drawn, as a visit draws it
-    assert pg.view is None and not pg.run.running and pg.sections.opened == {"estimates"}
+    assert pg.view is None and not pg.training_job.run.running and pg.sections.opened == {"estimates"}
     pg.steps = 20  # the axes follow the controls before the section is built
     assert pg.steps_range.end == 20 and pg.view is None
     pg.section = "training"
-    pg.run.join()
+    pg.training_job.run.join()
     assert pg.view.step == 20 and pg.view.settings == pg.training_settings()
 
 
@@ -174,7 +174,7 @@ def test_a_new_setting_cancels_the_run_under_way():
     pg = make(section="training")
     pg.param.update(seeds=500, steps=2000)  # a long run starts
     pg.steps = 30  # replaces the long run; only the new run's snapshots are drawn
-    pg.run.join()
+    pg.training_job.run.join()
     assert pg.view.settings.steps == 30 and len(pg.curves.data["step"]) == 31
     assert pg.steps_range.end == 30
     stale = replace(pg.view, settings=replace(pg.view.settings, lr=0.2), curves={"step": [0]})
@@ -182,8 +182,8 @@ def test_a_new_setting_cancels_the_run_under_way():
     assert len(pg.curves.data["step"]) == 31
     pg.start_training()
     pg.close()  # the tab closed
-    pg.run.join(5)
-    assert not pg.run.running
+    pg.training_job.run.join(5)
+    assert not pg.training_job.run.running
 
 
 @pytest.mark.parametrize(

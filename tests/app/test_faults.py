@@ -87,11 +87,11 @@ def test_join_waits_for_the_replaced_jobs_too():
 
 
 LIMITED_JOBS = [
-    (bandit.page, "start_training", lambda pg: pg.run),
+    (bandit.page, "start_training", lambda pg: pg.training_job.run),
     (token_world.page, "start_mc", lambda pg: pg.mc_job.run),
     (token_world.page, lambda pg: pg.training.start(), lambda pg: pg.training.run),
-    (toy_target.page, "start_experiment", lambda pg: pg.experiment_run),
-    (toy_target.page, "start_training", lambda pg: pg.training_run),
+    (toy_target.page, "start_experiment", lambda pg: pg.experiment_job.run),
+    (toy_target.page, "start_training", lambda pg: pg.training_job.run),
 ]
 
 
@@ -141,13 +141,13 @@ def test_a_failing_engine_on_a_page_leaves_the_page_working(monkeypatch, caplog)
         monkeypatch.setattr(bandit, "training_views", failing)
         with caplog.at_level(logging.ERROR, logger="feedback_lab"):
             pg.start_training()
-            pg.run.join(30)
-        assert pg.run.notice.object == FAILED.format(kind="MemoryError") and not pg.run_controls.running
+            pg.training_job.run.join(30)
+        assert pg.training_job.run.notice.object == FAILED.format(kind="MemoryError") and not pg.training_job.controls.running
         assert any(r.exc_info and r.exc_info[0] is MemoryError for r in caplog.records)
         monkeypatch.setattr(bandit, "training_views", original)
         pg.start_training()
-        pg.run.join(60)
-        assert not pg.run.notice.visible and pg.run_controls.progress == 1.0 and pg.view is not None
+        pg.training_job.run.join(60)
+        assert not pg.training_job.run.notice.visible and pg.training_job.controls.progress == 1.0 and pg.view is not None
     finally:
         pg.close()
 

@@ -33,8 +33,8 @@ QUICK = {"steps": "50", "seeds": "2"}
 def ready(query: dict) -> ToyTargetPage:
     """A page whose runs (on their worker threads) have finished."""
     pg = page(query=query)
-    pg.experiment_run.join()
-    pg.training_run.join()
+    pg.experiment_job.run.join()
+    pg.training_job.run.join()
     return pg
 
 
@@ -130,7 +130,7 @@ def test_training_curves_are_the_engines():
     np.testing.assert_array_equal(pg.training.steps_to_threshold, run.steps_to_threshold)
     reached = run.steps_to_threshold[run.steps_to_threshold >= 0]
     assert sorted(pg.reached.data["step"]) == sorted(reached)
-    assert pg.training_controls.progress == 1.0 and not pg.training_controls.running
+    assert pg.training_job.controls.progress == 1.0 and not pg.training_job.controls.running
     assert len(pg.training_table.data["J"]) == 2 * 3 * 61
 
 
@@ -140,7 +140,7 @@ def test_training_runs_once_its_section_is_opened():
     pg.__panel__()
     assert pg.training is None and pg.sections.opened == {"figure2"}
     pg.section = "training"
-    pg.training_run.join()
+    pg.training_job.run.join()
     assert pg.training.step == 50 and pg.sections.tabs.active == 3
     pg.sections.tabs.active = 1  # a click on a tab opens its section too
     assert pg.section == "means" and pg.sections.opened == {"figure2", "training", "means"}
@@ -156,12 +156,12 @@ def test_a_new_target_inspects_its_first_symbol_unless_the_link_says_otherwise()
 def test_a_newer_setting_replaces_the_run_under_way():
     pg = page(query=QUICK)
     pg.samples = 4
-    pg.experiment_run.join()
-    pg.training_run.join()
+    pg.experiment_job.run.join()
+    pg.training_job.run.join()
     assert pg.batches_drawn.samples == 4 and pg.batches_drawn.drawn == 500
     np.testing.assert_allclose(pg.batches_drawn.exact_variances["none"], exact_variances(THETA, draw_target(T, V, 0), 4)["none"])
     pg.close()
-    assert not pg.experiment_run.running and not pg.training_run.running
+    assert not pg.experiment_job.run.running and not pg.training_job.run.running
 
 
 @pytest.mark.parametrize(
