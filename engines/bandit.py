@@ -12,6 +12,7 @@ of past ratings, or the exact value V = sum_k pi_k mu_k.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -23,6 +24,8 @@ from engines.settings import finite, require
 MEANS = (5.0, 6.0, 7.0, 8.0)
 SD = 1.0
 BASELINES = ("none", "running", "value")
+BINOMIAL = np.array([[math.comb(p, j) for j in range(5)] for p in range(5)], dtype=float)
+"""C(p, j) for p, j = 0 to 4 (0 where j > p): the power sums of r = mu + sd eps from those of eps (`arm_sums_of_noise`)."""
 
 
 def _check_arms(means: tuple[float, ...], sd: float) -> None:
@@ -230,6 +233,17 @@ class MonteCarlo:
     """Sample total variance at the measured b*, on the same samples."""
 
 
+def _draw(theta, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The random part of N one-sample draws: the arms a_i ~ pi (N,) and the standard normal noise eps_i (N,).
+
+    Neither depends on the means or on sd, so every mean rating and noise level reuses them.
+    """
+    rng = np.random.default_rng(seed)
+    pi = softmax(np.asarray(theta, dtype=float))
+    a = rng.choice(len(pi), size=samples, p=pi)  # (N,) sampled replies
+    return a, rng.standard_normal(samples)  # (N,), (N,)
+
+
 def one_sample_arms(means, sd: float, theta, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """N one-sample draws, seed 000 section 6.5's first lines vectorised:
 
@@ -238,9 +252,8 @@ def one_sample_arms(means, sd: float, theta, samples: int, seed: int) -> tuple[n
     Returns the ratings r (N,) and the arms drawn a (N,); `one_sample_draws` adds their scores.
     """
     mu = np.asarray(means, dtype=float)
-    rng = np.random.default_rng(seed)
-    a = rng.choice(len(mu), size=samples, p=softmax(np.asarray(theta, dtype=float)))  # (N,) sampled replies
-    r = mu[a] + sd * rng.standard_normal(samples)  # (N,) their noisy ratings
+    a, eps = _draw(theta, samples, seed)
+    r = mu[a] + sd * eps  # (N,) their noisy ratings
     return r, a
 
 
@@ -277,20 +290,43 @@ def arm_sums(r: np.ndarray, a: np.ndarray, theta) -> ArmSums:
     """Ratings r (N,) and arms a (N,) of `one_sample_arms` under the policy softmax(theta), reduced to
     per-arm sums: one pass over the draws."""
     K = len(theta)
-    return _sums(r, a, softmax_score(theta, np.arange(K)))  # row k: onehot(k) - pi, as in s_i of an i that drew k
+    return ArmSums(S=softmax_score(theta, np.arange(K)), P=_power_sums(r, a, K))  # row k of S: onehot(k) - pi, s_i of an i that drew k
 
 
-def _sums(r: np.ndarray, a: np.ndarray, S: np.ndarray) -> ArmSums:
-    """The per-arm power sums of the ratings r (N,) over the arms a (N,), with the arms' scores S (K, K)."""
-    K = S.shape[0]
-    P = np.empty((5, K))  # (5, K)
-    P[0] = np.bincount(a, minlength=K)  # the counts: integer bincount, no weights to multiply
-    power = r.copy()  # (N,) r^p, raised in place: no new array per power
+def noise_sums(theta, samples: int, seed: int) -> np.ndarray:
+    """The draws of `one_sample_arms` (same seed: the same arms a_i and noise eps_i) before the means and sd
+    are applied, reduced to per-arm power sums of the noise, E[p, k] = sum_{i: a_i = k} eps_i^p, p = 0 to 4, (5, K)."""
+    a, eps = _draw(theta, samples, seed)
+    return _power_sums(eps, a, len(theta))
+
+
+def arm_sums_of_noise(E: np.ndarray, means, sd: float, theta) -> ArmSums:
+    """`arm_sums` of the draws whose noise sums are E (`noise_sums`), for these means and sd, without the draws.
+
+    An i that drew arm k has r_i = mu_k + sd eps_i, so by the binomial theorem
+
+        P[p, k] = sum_{i: a_i = k} r_i^p = sum_{j=0}^{p} C(p, j) mu_k^(p-j) sd^j E[j, k]
+
+    O(K): a new mean or noise level costs no pass over the N draws (equal to `arm_sums` up to rounding).
+    """
+    _check_arms(tuple(means), sd)
+    mu = np.asarray(means, dtype=float)  # (K,)
+    p = np.arange(5)
+    mu_pow = mu[None, None, :] ** np.maximum(p[:, None] - p[None, :], 0)[:, :, None]  # (5, 5, K) mu_k^(p-j)
+    P = np.einsum("pj,pjk,j,jk->pk", BINOMIAL, mu_pow, float(sd) ** p, E)  # (5, K)
+    return ArmSums(S=softmax_score(theta, np.arange(len(mu))), P=P)
+
+
+def _power_sums(x: np.ndarray, a: np.ndarray, K: int) -> np.ndarray:
+    """Per-arm power sums of x (N,) over the arms a (N,): out[p, k] = sum_{i: a_i = k} x_i^p, p = 0 to 4, (5, K)."""
+    out = np.empty((5, K))  # (5, K)
+    out[0] = np.bincount(a, minlength=K)  # the counts: integer bincount, no weights to multiply
+    power = x.copy()  # (N,) x^p, raised in place: no new array per power
     for p in range(1, 5):
-        P[p] = np.bincount(a, weights=power, minlength=K)
+        out[p] = np.bincount(a, weights=power, minlength=K)
         if p < 4:
-            power *= r
-    return ArmSums(S=S, P=P)
+            power *= x
+    return out
 
 
 def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
@@ -298,7 +334,7 @@ def summarise_draws(r: np.ndarray, s: np.ndarray, b) -> MonteCarlo:
     K = s.shape[1]
     a = np.flatnonzero(s.ravel() > 0) % K  # (N,) the arm drawn: 1 - pi_a is the only positive entry of s_i
     S = s[[np.argmax(a == k) for k in range(K)]]  # (K, K) the score of an i that drew each arm
-    return summarise_sums(_sums(r, a, S), b)
+    return summarise_sums(ArmSums(S=S, P=_power_sums(r, a, K)), b)
 
 
 def coordinate_histograms(r: np.ndarray, a: np.ndarray, theta, k: int, b: float, bins: int) -> dict:

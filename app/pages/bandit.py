@@ -38,15 +38,15 @@ from app.text.bandit import (
 from engines.bandit import (
     BASELINES,
     MEANS,
-    ArmSums,
     BanditTrainingSettings,
     TrainingView,
-    arm_sums,
+    arm_sums_of_noise,
     coordinate_histograms,
     exact_gradient,
     exact_total_variance,
     expected_return,
     one_sample_arms,
+    noise_sums,
     optimal_baseline,
     summarise_sums,
     training_views,
@@ -215,10 +215,11 @@ class BanditPage(pn.viewable.Viewer):
         """The Monte Carlo run at b = 0 and the current b, and with `sweep` also at the seed's
         sweep of b (one run, the same samples) and the exact variance curve."""
         mu, theta, sd = self.means, self.theta, self.sd
-        # The draws and their per-arm sums depend on everything but b: computed once per process for
-        # these settings and seed (app.results_cache); any baseline's summary is then O(K), no pass
-        # over the draws, so a move of b costs no Monte Carlo work at all.
-        sums = RESULTS.get(draw_sums, mu, sd, theta, self.samples, self.seed)
+        # The arms drawn and their noise depend on the policy, N and the seed only: reduced to per-arm
+        # power sums once per process (app.results_cache). The ratings' sums for any means and sd
+        # follow from them, and any baseline's summary from those, each O(K): no slider of this
+        # section makes a pass over the draws.
+        sums = arm_sums_of_noise(RESULTS.get(noise_sums, theta, self.samples, self.seed), mu, sd, theta)
         mc = summarise_sums(sums, (0.0, self.b))
         self.mc = mc
         if sweep:
@@ -381,11 +382,6 @@ class BanditPage(pn.viewable.Viewer):
             self.sections,
             sizing_mode="stretch_width",
         )
-
-
-def draw_sums(means, sd: float, theta, samples: int, seed: int) -> ArmSums:
-    """The per-arm sums of the page's draws for these settings (the draws themselves from the results cache)."""
-    return arm_sums(*RESULTS.get(one_sample_arms, means, sd, theta, samples, seed), theta)
 
 
 def page(query: dict[str, str] | None = None) -> BanditPage:

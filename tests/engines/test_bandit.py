@@ -15,10 +15,12 @@ from engines.bandit import (
     BanditSettings,
     BanditTrainingSettings,
     arm_sums,
+    arm_sums_of_noise,
     exact_gradient,
     exact_total_variance,
     expected_return,
     monte_carlo,
+    noise_sums,
     one_sample_arms,
     one_sample_draws,
     one_step,
@@ -388,3 +390,16 @@ def test_summaries_from_per_arm_sums_equal_those_from_every_sample():
         mc = summarise_sums(sums, [b])
         assert mc.total_variance[0] == pytest.approx(sq_dev.mean(), rel=1e-9)
         assert mc.total_variance_se[0] == pytest.approx(sq_dev.std() / np.sqrt(len(r)), rel=1e-6)
+
+
+@pytest.mark.parametrize("means, sd", [(MEANS, 2.5), ((0.0, 10.0, 3.5, 9.5), 0.0), ((10.0, 10.0, 10.0, 10.0), 5.0)])
+def test_rating_sums_from_the_noise_sums_equal_those_of_the_ratings(means, sd):
+    """Any means and sd reuse the draws' noise: the binomial expansion of (mu_k + sd eps_i)^p gives the ratings'
+    per-arm power sums of `one_sample_arms` with the same seed (summed in another order: equal to rounding)."""
+    r, a = one_sample_arms(means, sd, THETA_PREFERS_4, 20_000, 11)
+    direct = arm_sums(r, a, THETA_PREFERS_4)
+    expanded = arm_sums_of_noise(noise_sums(THETA_PREFERS_4, 20_000, 11), means, sd, THETA_PREFERS_4)
+    np.testing.assert_array_equal(expanded.S, direct.S)
+    np.testing.assert_allclose(expanded.P, direct.P, rtol=1e-12)
+    for mine, theirs in zip(summarise_sums(expanded, [0.0, 6.5]).total_variance, summarise_sums(direct, [0.0, 6.5]).total_variance):
+        assert mine == pytest.approx(theirs, rel=1e-9)
