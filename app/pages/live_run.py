@@ -45,9 +45,7 @@ from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query,
                         model_problem, start_problem)
 from app.model_jobs import LiveRun, LiveState, model_folders, run_label
 from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
-from app.text.live_run import (COMPARE, EQUATION, GOODHART, INTRO, METRICS, NOTICE, PREDICT, eval_lines_html, example_options,
-                                worked_example_lines)
-from engines.lm.results import worked_example
+from app.text.live_run import COMPARE, EQUATION, GOODHART, INTRO, METRICS, NOTICE, PREDICT
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
@@ -55,7 +53,8 @@ from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
 from widgets.run_curves import CSS as CURVES_CSS, EVAL_COLUMNS, STEP_COLUMNS, RunCurves
-from widgets.run_html import CSS as RUN_CSS, eval_table_html, ratio_scale_html, samples_html, worked_example_html
+from widgets.run_evaluation import RunEvaluation
+from widgets.run_html import CSS as RUN_CSS, ratio_scale_html, samples_html
 from widgets.run_list import RunsTable
 from widgets.run_status import CSS as STATUS_CSS, idle_html, queue_html, status_html
 from widgets.sections import LazySections
@@ -137,12 +136,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.model_box.param.watch(self._model_typed, "value")
         self.metrics = MetricRow(METRICS)
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
-        self.eval_table = pn.pane.HTML(eval_table_html([]), sizing_mode="stretch_width", stylesheets=[CSS])
-        self.eval_text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
-        self.example_choice = pn.widgets.Select(label="Held-out reply of the latest evaluation", options={}, width=640)
-        self.example_choice.param.watch(lambda _e: self._show_example(), "value")
-        self.example = pn.pane.HTML('<p class="fl-caption">The worked example appears after the first evaluation.</p>',
-                                    sizing_mode="stretch_width", stylesheets=[CSS])
+        self.evaluation = RunEvaluation()
         self.runs_list = RunsTable(runs_frame([], set()), f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", self._draw_overlays,
                                    self.refresh_runs, self._download)
 
@@ -154,8 +148,8 @@ class LiveRunPage(pn.viewable.Viewer):
         self.sections = LazySections(self.param.section, {
             "samples": ("The newest replies", self._samples_section),
             "curves": ("More curves", self._curves_section),
-            "evaluation": ("Held-out evaluation and worked example", self._evaluation_section),
-            "runs": ("Earlier runs", self._runs_section),
+            "evaluation": ("Held-out evaluation and worked example", lambda: self.evaluation),
+            "runs": ("Earlier runs", lambda: self.runs_list),
         })
         self._show_reward_kind()
         # The cluster calls from its watcher thread: the line is redrawn on this session's own thread.
@@ -280,21 +274,7 @@ class LiveRunPage(pn.viewable.Viewer):
     def _show_evals(self, state: LiveState) -> None:
         evals = list(state.evals)
         self.curves.evals.data = columns_of(evals, EVAL_COLUMNS)
-        self.eval_table.object = eval_table_html(evals)
-        self.eval_text.object = eval_lines_html(state.eval_results, state.settings)
-        if state.eval_results:
-            chosen = self.example_choice.value
-            options = example_options(state.eval_results[-1])
-            self.example_choice.options = options
-            self.example_choice.value = chosen if chosen in options.values() else 0
-            self._show_example()
-
-    def _show_example(self) -> None:
-        state = self._state
-        if state is None or not state.eval_results or self.example_choice.value is None:
-            return
-        ex = worked_example(state.eval_results[-1], int(self.example_choice.value))
-        self.example.object = worked_example_html(ex, *worked_example_lines(ex, state.settings.reward))
+        self.evaluation.show(evals, state.eval_results, state.settings)
 
     def _done(self, finished: bool) -> None:
         """The worker has ended (finished, stopped, or refused): show the final state and the list of runs."""
@@ -379,19 +359,6 @@ class LiveRunPage(pn.viewable.Viewer):
         self._show_reward_kind()  # the reward-over-KL figure's axis names the reward in force
         return pn.pane.Bokeh(grid, sizing_mode="stretch_width")
 
-    def _evaluation_section(self):
-        return pn.Column(
-            pn.pane.Markdown("#### Held-out evaluation (the seed's `[eval]` lines)", margin=(0, 10)),
-            self.eval_table,
-            self.eval_text,
-            pn.pane.Markdown("#### The worked example of section 6.12: one held-out reply, token by token", margin=(0, 10)),
-            self.example_choice,
-            self.example,
-            sizing_mode="stretch_width",
-        )
-
-    def _runs_section(self):
-        return self.runs_list
 
     def __panel__(self):
         w = self._widgets()

@@ -92,16 +92,16 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
         assert f"background:{background}" in pg.samples.object
     # The evaluation table and the seed's [eval] lines.
     state = pg._state
-    assert pg.eval_text.object.count("[eval ") == 3 and "[eval end] 2 held-out prompts x 2: reward" in pg.eval_text.object
+    assert pg.evaluation.lines.object.count("[eval ") == 3 and "[eval end] 2 held-out prompts x 2: reward" in pg.evaluation.lines.object
     assert eval_lines(state.eval_results, state.settings).splitlines()[0].startswith("[eval start]")
-    assert pg.eval_table.object.count("<tr>") == 4 and f"{run.evals[-1]['distinct_1']:.3f}" in pg.eval_table.object
+    assert pg.evaluation.table.object.count("<tr>") == 4 and f"{run.evals[-1]['distinct_1']:.3f}" in pg.evaluation.table.object
     # The worked example of any held-out reply of the latest evaluation, as the engine computes it.
-    assert len(pg.example_choice.options) == 4
-    pg.example_choice.value = 3
+    assert len(pg.evaluation.choice.options) == 4
+    pg.evaluation.choice.value = 3
     ex = worked_example(state.eval_results[-1], 3)
-    assert f"{ex.G[0]:+.3f}" in pg.example.object and f"{ex.log_ratio[-1]:+.3f}" in pg.example.object
+    assert f"{ex.G[0]:+.3f}" in pg.evaluation.example.object and f"{ex.log_ratio[-1]:+.3f}" in pg.evaluation.example.object
     assert ex.G[0] == pytest.approx(ex.R - 0.05 * ex.log_ratio.sum(), abs=1e-5)
-    assert "= G_0" in pg.example.object
+    assert "= G_0" in pg.evaluation.example.object
     # The run is listed, finished.
     assert list(pg.runs_list.table.value["run"]) == [folder.name]
     assert list(pg.runs_list.table.value["status"]) == ["finished"]
@@ -269,7 +269,7 @@ def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over
     pg.section = "curves"  # opened after the run: its figures draw what the sources already hold
     over_kl = pg.curves.others[-1].select_one({"name": "gold_over_kl"})
     assert over_kl.data_source is pg.curves.evals and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
-    assert "<th>gold</th>" in pg.eval_table.object and "dashed: the gold score" in pg.curves.legend.object
+    assert "<th>gold</th>" in pg.evaluation.table.object and "dashed: the gold score" in pg.curves.legend.object
     assert list(pg.runs_list.table.value["gold"]) == [round(run.evals[-1]["gold"], 2)]
     # The run overlaid later draws its gold too.
     pg.runs_list.table.selection = [0]
