@@ -331,6 +331,7 @@ class KLPage(pn.viewable.Viewer):
                 pn.widgets.IntInput.from_param(self.param.lm_samples, width=200),
             ),
             self.lm_job.controls,
+            self.lm_job.run.notice,
             self.lm_status,
             plot_with_downloads(lm_figure(self.lm_curve, self.lm_paths, self.lm_points, self.lm_x_range, self.ceiling_rule), {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
             self.lm_summary,
