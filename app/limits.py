@@ -127,29 +127,63 @@ def current() -> ServerLimits:
     return _installed if _installed is not None else from_environment()
 
 
+class _Visit:
+    """One admitted session: Bokeh's context of it (None outside a server) and whether its tab was seen connected."""
+
+    def __init__(self, context):
+        self.context, self.connected = context, False
+
+    def is_open(self, grace_ms: float) -> bool:
+        """Open while its page is built, while a tab holds its websocket and, until its first websocket, for `grace_ms`."""
+        session = getattr(self.context, "session", None)
+        if session is None:
+            return True  # being built (or no server: counted until it leaves)
+        if session.connection_count > 0:
+            self.connected = True
+            return True
+        return not self.connected and session.milliseconds_since_last_unsubscribe < grace_ms
+
+
 class SessionCount:
-    """How many sessions are open, thread-safe; `enter` refuses one beyond the limit."""
+    """Which sessions are open, thread-safe; `enter` refuses one beyond the limit.
+
+    A session is open from the build of its page until its tab closes: while a tab holds its
+    websocket, and before the first one (the page sent, its websocket not yet connected) for the
+    unused-session lifetime. A closed tab frees its place at once, not when the server drops its
+    session, up to twice that lifetime later: a class changing pages would otherwise fill the
+    server with tabs already closed.
+    """
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._open = 0
+        self._visits: dict[int, _Visit] = {}
 
-    def enter(self, limit: int) -> bool:
-        """Count a new session and return True, or return False when `limit` are open already."""
+    def enter(self, limit: int, context=None, grace_s: float = 15.0) -> object | None:
+        """Admit a new session (Bokeh's session context, None outside a server) and return its ticket for `leave`
+        and `connected`, or return None when `limit` are open already."""
         with self._lock:
-            if self._open >= limit:
-                return False
-            self._open += 1
-            return True
+            if self._count(1000 * grace_s) >= limit:
+                return None
+            visit = _Visit(context)
+            self._visits[id(visit)] = visit
+            return visit
 
-    def leave(self) -> None:
-        with self._lock:
-            self._open = max(self._open - 1, 0)
+    def connected(self, ticket: object) -> None:
+        """The session's tab has drawn its page (its websocket is up): from now on its closing frees its place."""
+        ticket.connected = True
 
-    @property
-    def open(self) -> int:
+    def leave(self, ticket: object) -> None:
+        """The session is gone (destroyed, or its build failed)."""
         with self._lock:
-            return self._open
+            self._visits.pop(id(ticket), None)
+
+    def _count(self, grace_ms: float) -> int:
+        return sum(visit.is_open(grace_ms) for visit in self._visits.values())
+
+    def open(self, grace_s: float = 15.0) -> int:
+        """How many sessions are open now."""
+        with self._lock:
+            return self._count(1000 * grace_s)
 
 
 SESSIONS = SessionCount()

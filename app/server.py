@@ -226,14 +226,17 @@ def admitted(build: Callable[[], pn.viewable.Viewable]) -> Callable[[], pn.viewa
     def session():
         if too_long_value():
             return pn.pane.Markdown(TOO_LONG.format(n=MAX_QUERY_VALUE_CHARS, path=pn.state.location.pathname), css_classes=["fl-refused"])
-        limit = limits.current().max_sessions
-        if not limits.SESSIONS.enter(limit):
-            return pn.pane.Markdown(FULL.format(n=limit), css_classes=["fl-full"])
-        pn.state.on_session_destroyed(lambda _context: limits.SESSIONS.leave())
+        server_limits = limits.current()
+        context = pn.state.curdoc.session_context if pn.state.curdoc else None
+        ticket = limits.SESSIONS.enter(server_limits.max_sessions, context, server_limits.unused_session_seconds)
+        if ticket is None:
+            return pn.pane.Markdown(FULL.format(n=server_limits.max_sessions), css_classes=["fl-full"])
+        pn.state.on_session_destroyed(lambda _context: limits.SESSIONS.leave(ticket))
+        pn.state.onload(lambda: limits.SESSIONS.connected(ticket))
         try:
             return build()
         except BaseException:
-            limits.SESSIONS.leave()
+            limits.SESSIONS.leave(ticket)
             raise
 
     return session

@@ -51,29 +51,74 @@ def test_serve_refuses_a_bad_option_with_status_2(capsys):
 
 def test_session_count_is_thread_safe_and_stops_at_the_limit():
     count = SessionCount()
-    admitted = []
-    threads = [threading.Thread(target=lambda: admitted.append(count.enter(50))) for _ in range(80)]
+    tickets = []
+    threads = [threading.Thread(target=lambda: tickets.append(count.enter(50))) for _ in range(80)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert admitted.count(True) == 50 and count.open == 50
-    for _ in range(60):
-        count.leave()
-    assert count.open == 0 and count.enter(1)
+    admitted = [t for t in tickets if t is not None]
+    assert len(admitted) == 50 and count.open() == 50
+    for ticket in admitted:
+        count.leave(ticket)
+    assert count.open() == 0 and count.enter(1) is not None
+
+
+class FakeSession:
+    """What SessionCount reads of Bokeh's ServerSession."""
+
+    def __init__(self):
+        self.connection_count, self.milliseconds_since_last_unsubscribe = 0, 0.0
+
+
+class FakeContext:
+    def __init__(self):
+        self.session = None
+
+
+def test_a_session_is_open_while_built_connected_or_not_yet_connected_and_a_closed_tab_frees_its_place():
+    count, contexts = SessionCount(), [FakeContext() for _ in range(3)]
+    tickets = [count.enter(3, context, grace_s=15.0) for context in contexts]
+    assert None not in tickets and count.enter(3, FakeContext()) is None  # three being built
+    for context in contexts:
+        context.session = FakeSession()
+    assert count.open() == 3  # pages sent, websockets not yet connected: within the grace
+    contexts[0].session.connection_count = 1
+    count.connected(tickets[1])  # its page was drawn (Panel's onload), its tab closed since
+    assert count.open() == 2
+    contexts[0].session.connection_count = 0  # its tab closed: it had been seen connected
+    contexts[2].session.milliseconds_since_last_unsubscribe = 16_000.0  # never connected, past the grace
+    assert count.open() == 0
+    count.leave(tickets[0])
+    assert count.open() == 0 and count.enter(1, FakeContext()) is not None
 
 
 def test_a_real_server_answers_health_admin_and_turns_the_visitor_beyond_max_sessions_away(app_server):
-    server = app_server("--admin", "--max-sessions", "2", "--unused-session-seconds", "1")
+    import asyncio
+
+    from bench.load_test import PageSession, Refused
+
+    server = app_server("--admin", "--max-sessions", "2", "--unused-session-seconds", "60")
     assert server.get("/healthz") == (200, "ok")
     assert server.get("/admin")[0] == 200
-    first, second, third = (server.open_session("") for _ in range(3))
-    assert FULL.format(n=2) not in first and FULL.format(n=2) not in second
-    assert FULL.format(n=2) in third  # one sentence, not a hang
-    # Closed sessions are dropped after the unused-session lifetime, and their places come back.
-    import time
 
-    time.sleep(3.5)
+    async def tabs():
+        first, second = [await PageSession.open(server.url, "") for _ in range(2)]
+        with pytest.raises(Refused):  # one sentence, not a hang
+            await PageSession.open(server.url, "")
+        await first.close()  # a closed tab frees its place at once, long before its session is dropped
+        for _ in range(50):
+            try:
+                third = await PageSession.open(server.url, "")
+                break
+            except Refused:
+                await asyncio.sleep(0.1)  # the close is still on its way to the server
+        else:
+            pytest.fail("the place of a closed tab did not come back")
+        await second.close()
+        await third.close()
+
+    asyncio.run(tabs())
     assert FULL.format(n=2) not in server.open_session("")
     assert "Traceback" not in server.log()
 
