@@ -55,6 +55,17 @@ def own(snapshots):
     return [s for s in snapshots if not isinstance(s, (Queued, Started))]
 
 
+def environment_variable(name: str):
+    """A job: the value of the environment variable `name` in the process that runs it."""
+    yield os.environ.get(name)
+
+
+def test_a_worker_starts_without_dask_s_malloc_trim_threshold():
+    # Set at all, it fixes glibc's mmap threshold and each training step maps its tensors afresh (NO_TRIM_THRESHOLD).
+    job = current().submit("cpu", "its environment", environment_variable, "MALLOC_TRIM_THRESHOLD_")
+    assert own(job.snapshots()) == [None]
+
+
 def test_a_job_streams_every_snapshot_in_order_and_ends():
     job = current().submit("cpu", "a count", counting, 5, 0.01)
     assert own(job.snapshots()) == [0, 1, 2, 3, 4]

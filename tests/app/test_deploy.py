@@ -162,6 +162,8 @@ def test_two_learners_on_two_web_processes_wait_in_one_line_for_the_one_cpu(topo
     assert (second.folder / "config.json").stat().st_mtime >= (first.folder / "metrics.jsonl").stat().st_mtime
     assert [m["step"] for m in second.metrics] == [1, 2, 3]
     assert "Traceback" not in "".join(w.log() for w in topology.webs)
+    # The compose file's worker trains without Dask's malloc trim threshold (app.cluster.NO_TRIM_THRESHOLD).
+    assert list(topology.cluster.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == [None]
 
 
 def test_a_web_process_killed_during_its_run_stops_the_run_and_keeps_its_steps(topology):
