@@ -79,6 +79,19 @@ class ServerError(RuntimeError):
     """The server answered a message with Bokeh's ERROR message."""
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds the process has used so far, user and system (its threads included, its children not)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15 of stat
+
+
+def by_minute(timeline: list[tuple[float, str, float]]) -> list[dict]:
+    """The moves' and loads' figures of each minute of the test (by when each ended): when the slow ones came."""
+    minutes = int(max((t for t, _, _ in timeline), default=0) // 60) + 1
+    return [{"minute": m + 1, **{kind + "s": summary([x for t, k, x in timeline if k == kind and m * 60 <= t < (m + 1) * 60])
+                                for kind in ("move", "load")}} for m in range(minutes)]
+
+
 def resident_mb(pid: int) -> dict[str, float]:
     """The process's resident memory now (VmRSS) and at its peak (VmHWM), in MB."""
     values = {}
@@ -276,6 +289,13 @@ class Figures:
     errors: list[tuple[str, str, str]] = field(default_factory=list)
     """(kind, page, what) per interaction not answered: timeout (a load or a move), refused, closed, server error,
     exception; and healthz, a /healthz request not answered."""
+    timeline: list[tuple[float, str, float]] = field(default_factory=list)
+    """(seconds since the learners started, "move" or "load", its seconds) per answered interaction, as it ended."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def answered(self, kind: str, route: str, seconds: float) -> None:
+        (self.moves if kind == "move" else self.loads).setdefault(route, []).append(seconds)
+        self.timeline.append((time.perf_counter() - self.started, kind, seconds))
 
     def error(self, kind: str, route: str, what: object) -> None:
         self.errors.append((kind, route, str(what)[:200]))
@@ -327,7 +347,7 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
         figures.error(_kind(error), route, _what(error, timeout))
         await asyncio.sleep(think)
         return
-    figures.loads.setdefault(route, []).append(time.perf_counter() - start)
+    figures.answered("load", route, time.perf_counter() - start)
     try:
         await session.revealed(titles, timeout)
         if titles and not session.closed and not any(session.sliders[s]["title"] in titles for s in session.movable()):
@@ -340,7 +360,7 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
             if not choices:
                 break
             try:
-                figures.moves.setdefault(route, []).append(await session.move(rng.choice(choices), step, timeout))
+                figures.answered("move", route, await session.move(rng.choice(choices), step, timeout))
             except Exception as error:
                 figures.error(_kind(error), route, _what(error, timeout))
                 if session.closed:
@@ -409,7 +429,7 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
     run_session = await start_run(server.url, runs, lm_steps) if lm_run else None
     report["rss_mb"]["start"] = resident_mb(pid)["VmRSS"]
     figures = Figures()
-    steps_before, started, cpu = run_steps(runs), time.monotonic(), time.process_time()
+    steps_before, started, cpu, server_cpu = run_steps(runs), time.monotonic(), time.process_time(), cpu_seconds(pid)
     health = asyncio.get_running_loop().create_task(health_checks(server.url, started + seconds, figures))
     await asyncio.wait_for(
         asyncio.gather(*(learner(k, server.url, answered, started + seconds, moves, think, timeout, figures) for k in range(sessions))),
@@ -418,6 +438,8 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
     report["healthz"] = summary(await health)
     wall = time.monotonic() - started
     report["wall_s"], report["client_cpu_s"] = wall, time.process_time() - cpu
+    report["server_cpu_s"] = cpu_seconds(pid) - server_cpu
+    report["by_minute"] = by_minute(figures.timeline)
     if run_session is not None:
         steps = run_steps(runs) - steps_before
         report["lm_run"] = {"steps_during_test": steps, "s_per_step": wall / steps if steps else None,
@@ -510,6 +532,10 @@ def print_report(r: dict) -> None:
         loads = f"{ld['n']} loads, p50 {ms(ld['p50'])}, p95 {ms(ld['p95'])}, max {ms(ld['max'])}" if ld["n"] else "no loads"
         errors = r["errors"]["by_page"].get(route, 0) if route != "all" else r["errors"]["count"]
         print(f"  {route}: {moves}; {loads}; {errors} errors")
+    for m in r["by_minute"]:
+        moves, loads = m["moves"], m["loads"]
+        print(f"  minute {m['minute']}: " + (f"{moves['n']} moves, p50 {ms(moves['p50'])}, p95 {ms(moves['p95'])}" if moves["n"] else "no moves")
+              + "; " + (f"{loads['n']} loads, p50 {ms(loads['p50'])}, p95 {ms(loads['p95'])}" if loads["n"] else "no loads"))
     meets = all(r["moves"].get(p, {"n": 0})["n"] and r["moves"][p]["p95"] < GOAL_P95 for p in ANALYTIC)
     print(f"slider p95 under {GOAL_P95:g} s on every analytic page: {'yes' if meets else 'no'}")
     h = r["healthz"]
@@ -529,6 +555,8 @@ def print_report(r: dict) -> None:
     print(f"server resident memory: {rss['idle']:.0f} MB idle, {rss['start']:.0f} MB at the start, {rss['end']:.0f} MB at the end, "
           f"{rss['after_expiry']:.0f} MB once closed sessions expired, peak {rss['peak']:.0f} MB")
     print(f"server still running at the end: {r['server_alive']}")
+    print(f"the web server's process used {r['server_cpu_s']:.0f} CPU-seconds in the {r['wall_s']:.0f} s (one core: "
+          f"{r['server_cpu_s'] / r['wall_s']:.0%}; its interpreter lock lets it use about one)")
     print(f"this process (the learners) used {r['client_cpu_s']:.1f} CPU-seconds of the machine's {2 * r['wall_s']:.0f} "
           f"({os.cpu_count()} cores x {r['wall_s']:.0f} s)")
     print("sliders that change a plot (the others change only text and are not moved): " +
