@@ -36,6 +36,7 @@ from pathlib import Path
 
 import panel as pn
 import tornado.web
+from bokeh.settings import settings as bokeh_settings
 from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
@@ -409,6 +410,17 @@ def quiet_closed_connections() -> None:
             logger.addFilter(ClosedConnectionFilter())
 
 
+def skip_document_validation() -> None:
+    """Build each session's document without Bokeh's integrity checks (its setting `validate_doc`, BOKEH_VALIDATE_DOC).
+
+    Bokeh runs them on every new document, walking every model of it once per root: about 20 ms
+    of a visit's 0.3 s here, and an opening burst of thirty visits builds thirty documents one
+    after another. The pages' documents are the same for every visit, so the checks run once per
+    page in the tests instead (tests/app/test_page_models.py), which fail on any error or warning.
+    """
+    bokeh_settings.perform_document_validation.set_value(False)
+
+
 MAX_REQUEST_HEADER_BYTES = 1 << 20
 """Longest request line and headers accepted (tornado's own 64 KiB would drop a long link without a word)."""
 
@@ -435,6 +447,7 @@ def serve(
     trim_freed_memory()
     log_to_stderr()
     quiet_closed_connections()
+    skip_document_validation()
     pn.config.exception_handler = session_exception
     origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     lifetime_ms = int(server_limits.unused_session_seconds * 1000)
@@ -468,4 +481,5 @@ def panel_serve_view() -> pn.template.BootstrapTemplate:
 
 if __name__.startswith("bokeh_app"):
     pn.config.exception_handler = session_exception
+    skip_document_validation()
     admitted(panel_serve_view)().servable(title=APP_TITLE)

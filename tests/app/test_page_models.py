@@ -1,5 +1,6 @@
 """What a page visit sends, in Bokeh models, stays under a ceiling (bench/bench_page_build.py counts them);
-a first slider step sends no stylesheet.
+a first slider step sends no stylesheet; every page's document passes Bokeh's integrity checks, which the
+server skips on each visit (app.server.skip_document_validation).
 
 A page's visit costs the server about a millisecond of CPU per Bokeh model (building, documenting and
 serialising it), so the count is what a change could quietly double. The ceilings are the counts of
@@ -8,10 +9,14 @@ parts behind a question are not built) and a visit with every card answered; eit
 first section only (the others are built when their tab is first opened). No timing is asserted.
 """
 
+import panel as pn
 import pytest
+from bokeh.core.validation.check import check_integrity
+from bokeh.core.validation.warnings import EMPTY_LAYOUT
 from bokeh.document import Document
 from panel.io.state import set_curdoc, state
 
+from app.pages import available_pages
 from bench.bench_page_build import builders, prompts, visit
 from bench.bench_slider_moves import next_value, sliders
 
@@ -51,3 +56,32 @@ def test_a_pages_first_slider_step_keeps_every_stylesheet(route):
         doc.callbacks._held_events = []
     assert "data" in changed or "text" in changed  # the step was answered
     assert "stylesheets" not in changed
+
+
+def integrity_problems(doc: Document) -> list[str]:
+    """Bokeh's errors and warnings about `doc`, but for empty layouts: a section's holder before its tab is opened."""
+    issues = check_integrity(list(doc.models))
+    return [f"{i.code} {i.name}: {i.text}" for i in issues.error + issues.warning if i.code != EMPTY_LAYOUT.code]
+
+
+@pytest.mark.parametrize("route", list(FIRST_VISIT))
+def test_a_visit_s_document_passes_bokeh_s_integrity_checks(route):
+    for revealed in (False, True):
+        doc = Document()
+        with set_curdoc(doc), prompts(not revealed):
+            builders([route])[route]().server_doc(doc)
+        assert integrity_problems(doc) == [], f"/{route}"
+
+
+@pytest.mark.parametrize("info", [i for i in available_pages() if i.name != "lab"], ids=lambda i: i.route)
+def test_every_section_of_a_page_passes_bokeh_s_integrity_checks(info):
+    doc = Document()
+    with set_curdoc(doc), prompts(False):
+        page = info.module.page()
+        pn.Column(page).server_doc(doc)
+        for section in page.param.section.objects if "section" in page.param else ():
+            page.section = section  # built on first view, into the document
+        problems = integrity_problems(doc)
+    if hasattr(page, "close"):
+        page.close()
+    assert problems == []
