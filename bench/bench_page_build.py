@@ -82,6 +82,15 @@ def main(argv: list[str] | None = None) -> None:
         build_s, document_s, serialise_s, models = measure(build, args.repeats, args.revealed)
         print(f"  /{route}: {build_s * 1000:.0f} / {document_s * 1000:.0f} / {serialise_s * 1000:.0f} ms, "
               f"total {(build_s + document_s + serialise_s):.2f} s, {models} Bokeh models")
+    stop_model_jobs()
+
+
+def stop_model_jobs() -> None:
+    """Stop the model jobs the visits started (a reward-model page trains one) and close the local cluster, before
+    the interpreter's exit has shut down the threads Dask sends with: otherwise it fails mid-message as the process ends."""
+    from app.cluster import current
+
+    current().close()
 
 
 if __name__ == "__main__":

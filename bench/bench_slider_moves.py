@@ -28,7 +28,7 @@ from bokeh.protocol import Protocol
 from panel.io.state import set_curdoc, state
 
 from app.results_cache import RESULTS
-from bench.bench_page_build import builders, prompts
+from bench.bench_page_build import builders, prompts, stop_model_jobs
 
 GOAL_MEDIAN, GOAL_P95 = 0.030, 0.100
 """Seconds of server CPU per move: the goals for every analytic slider."""
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     if everything:
         print(f"all sliders: median {statistics.median(everything) * 1000:.1f} ms, p95 {float(np.percentile(everything, 95)) * 1000:.1f} ms "
               f"(goals {GOAL_MEDIAN * 1000:.0f} and {GOAL_P95 * 1000:.0f} ms)")
+    stop_model_jobs()
 
 
 if __name__ == "__main__":
