@@ -78,10 +78,12 @@ def test_every_section_of_a_page_passes_bokeh_s_integrity_checks(info):
     doc = Document()
     with set_curdoc(doc), prompts(False):
         page = info.module.page()
-        pn.Column(page).server_doc(doc)
-        for section in page.param.section.objects if "section" in page.param else ():
-            page.section = section  # built on first view, into the document
-        problems = integrity_problems(doc)
-    if hasattr(page, "close"):
-        page.close()
+        try:
+            pn.Column(page).server_doc(doc)
+            for section in page.param.section.objects if "section" in page.param else ():
+                page.section = section  # built on first view, into the document
+            problems = integrity_problems(doc)
+        finally:
+            if hasattr(page, "close"):
+                page.close()
     assert problems == []
