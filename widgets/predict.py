@@ -346,7 +346,8 @@ class PredictionCard(pn.viewable.Viewer):
         ("Answer the question above to see `note`"), unless `placeholder` is False. The column
         stays empty until it is first shown: a first visit does not build, send or update the
         plots the learner cannot see yet (about half a page's Bokeh models), and an answer
-        builds them once.
+        builds them once. An object given as a function (not a Panel component) is called for
+        its part then, so a figure behind the question is not even made before it is shown.
         """
         column = pn.Column(sizing_mode="stretch_width", css_classes=["fl-guarded"])
         self._guarded.append((column, objects))
@@ -373,7 +374,7 @@ class PredictionCard(pn.viewable.Viewer):
             )
             for column, objects in self._guarded:
                 if self.revealed and not column.objects:
-                    column.objects = list(objects)
+                    column.objects = [built(part) for part in objects]
                 column.visible = self.revealed
             for line in self._placeholders:
                 line.visible = not self.revealed
@@ -389,3 +390,8 @@ class PredictionCard(pn.viewable.Viewer):
 
     def __panel__(self):
         return self.view
+
+
+def built(part):
+    """A guarded part as shown: a function (a builder, not a Panel component) is called for it."""
+    return part() if callable(part) and not isinstance(part, param.Parameterized) else part

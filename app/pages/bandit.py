@@ -318,8 +318,9 @@ class BanditPage(pn.viewable.Viewer):
         self.b = round(float(value), 2)
 
     def _estimates_section(self):
+        # Figures behind the question are made once it is answered (a builder, not the figures themselves).
         return self.predict_card.guard(
-            pn.Row(
+            lambda: pn.Row(
                 plot_with_downloads(gradient_figure(self.gradient, K), {"gradient": self.gradient}, "Exact gradient and Monte Carlo means ± 2 SE"),
                 plot_with_downloads(variance_figure(self.curve, self.points, self.marks, self.b_rule, self.b_star_rule), {"variance_curve": self.curve, "variance_points": self.points},
                                     "Total variance against the baseline b"),
@@ -332,7 +333,8 @@ class BanditPage(pn.viewable.Viewer):
         return pn.Column(
             labelled_buttons(self.param.arm),
             self.predict_card.guard(
-                plot_with_downloads(histogram_figure(self.histogram, self.exact_rule), {"histogram": self.histogram}, "One-sample estimates of coordinate k, with and without b"),
+                lambda: plot_with_downloads(histogram_figure(self.histogram, self.exact_rule), {"histogram": self.histogram},
+                                            "One-sample estimates of coordinate k, with and without b"),
                 note="the estimates",
             ),
             sizing_mode="stretch_width",

@@ -288,14 +288,17 @@ class KLPage(pn.viewable.Viewer):
     def _distributions_section(self):
         space, order, _ = reply_space(False)  # the rewards do not depend on the toggle: set once, with the figures
         self.rewards.data = {"rank": np.arange(len(order)), "r": space.r[order]}
+        # Figures behind the question are made once it is answered (a builder, not the figures themselves).
         return self.collapse_card.guard(
-            plot_with_downloads(distribution_figures(self.rewards, self.dist), {"distributions": self.dist}, "The reference and the best policy, reply by reply"),
+            lambda: plot_with_downloads(distribution_figures(self.rewards, self.dist), {"distributions": self.dist},
+                                        "The reference and the best policy, reply by reply"),
             note="the distributions",
         )
 
     def _frontier_section(self):
         return self.collapse_card.guard(
-            plot_with_downloads(frontier_figure(self.frontier, self.current, self.best_rule), {"frontier": self.frontier, "current_beta": self.current}, "The reward-KL frontier"),
+            lambda: plot_with_downloads(frontier_figure(self.frontier, self.current, self.best_rule), {"frontier": self.frontier, "current_beta": self.current},
+                                        "The reward-KL frontier"),
             note="the frontier",
         )
 

@@ -41,6 +41,17 @@ def test_a_card_guards_until_the_learner_commits():
     assert "<strong>their mean</strong>" in c.view.verdict  # the right answer is named
 
 
+def test_a_guarded_part_given_as_a_function_is_made_only_when_first_shown():
+    made = []
+    c = card(Guide())
+    _, column = c.guard(lambda: made.append(1) or pn.pane.Markdown("the figure"), note="the figure")
+    assert made == [] and len(column) == 0  # nothing made behind an unanswered question
+    c.commit("mean")
+    assert made == [1] and column[0].object == "the figure"
+    c.commit("sd")  # a second answer shows what is made already
+    assert made == [1]
+
+
 def test_a_right_answer_is_marked_right_and_ask_again_guards_once_more():
     guide = Guide()
     c = card(guide)
