@@ -36,8 +36,10 @@ def status_html(state, label: str) -> str:
         return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
                 "(once only: it is kept in this machine's Hugging Face cache).</p>")
     if state.phase == "queued":
+        # The place is known once the scheduler has handed the job to a worker, a moment after it was asked for.
+        place = "in line" if state.position is None else f"number {state.position} in line"
         return (
-            f'<p class="fl-status">Waiting for {state.device}: your run is number {state.position} in line. It starts when '
+            f'<p class="fl-status">Waiting for {state.device}: your run is {place}. It starts when '
             "the runs before it finish or are stopped; closing this tab takes it out of the line.</p>"
         )
     if state.phase == "error":

@@ -17,6 +17,7 @@ import pytest
 from app.cli import main as cli
 from app.cluster import current as current_cluster
 from app.limits import LIMITED
+from app.model_jobs import LiveState
 from app.pages.live_run import LiveRunPage, page
 from app.runs import REWARD_MODELS, RunWriter, read_run
 from app.text.live_run import eval_lines
@@ -24,6 +25,7 @@ from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
 from widgets.run_html import RATIO_PALETTE, ratio_colours
+from widgets.run_status import status_html
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
 """A run of a second or two on two shared cores: evaluations at steps 0, 2 and 3."""
@@ -108,35 +110,46 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
     assert "Finished: all 3 steps" in pg.status.object
 
 
+def test_a_waiting_run_says_its_place_once_known_and_never_none():
+    settings = LMSettings()
+    assert "your run is number 2 in line" in status_html(LiveState("queued", settings, position=2, device="cpu"), "a run")
+    before = status_html(LiveState("queued", settings, position=None, device="cpu"), "a run")
+    assert "Waiting for cpu: your run is in line." in before and "None" not in before
+
+
 def test_queue_pause_resume_stop(tmp_path):
     """A paused run keeps the device; a second tab's run waits in line and leaves it when its tab closes;
     the first run resumes, is stopped, and keeps every step it did."""
     cluster = current_cluster()
     a, b = tiny_page(tmp_path, steps="50"), tiny_page(tmp_path)
-    a.start()
-    wait_for(lambda: a.phase == "running")
-    a.pause()
-    wait_for(lambda: a.phase == "paused")
-    assert a.pause_button.disabled and not a.resume_button.disabled and "Paused after step" in a.status.object
-    b.start()
-    wait_for(lambda: b.phase == "queued")
-    assert "number 1 in line" in b.status.object
-    wait_for(lambda: "1 waiting" in a.queue_line.object)  # every page sees the line
-    b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
-    b.runner.join(10)
-    wait_for(lambda: cluster.overview()[0].waiting == ())
-    assert len(list(tmp_path.iterdir())) == 1
-    a.resume()
-    done = len(a._state.metrics)
-    wait_for(lambda: len(a._state.metrics) >= done + 2)
-    a.stop()
-    a.runner.join(30)
-    run = read_run(next(tmp_path.iterdir()))
-    assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
-    assert list(a.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
-    assert list(a.runs_list.table.value["status"]) == ["interrupted"]
-    wait_for(lambda: cluster.overview() == [])
-    assert "Stopped after step" in a.status.object and a.phase == "idle"
+    try:
+        a.start()
+        wait_for(lambda: a.phase == "running")
+        a.pause()
+        wait_for(lambda: a.phase == "paused")
+        assert a.pause_button.disabled and not a.resume_button.disabled and "Paused after step" in a.status.object
+        b.start()
+        # Its place is known once the scheduler has handed the job to the worker (until then it waits without a number).
+        wait_for(lambda: b.phase == "queued" and "number 1 in line" in b.status.object)
+        wait_for(lambda: "1 waiting" in a.queue_line.object)  # every page sees the line
+        b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
+        b.runner.join(10)
+        wait_for(lambda: cluster.overview()[0].waiting == ())
+        assert len(list(tmp_path.iterdir())) == 1
+        a.resume()
+        done = len(a._state.metrics)
+        wait_for(lambda: len(a._state.metrics) >= done + 2)
+        a.stop()
+        a.runner.join(30)
+        run = read_run(next(tmp_path.iterdir()))
+        assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
+        assert list(a.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
+        assert list(a.runs_list.table.value["status"]) == ["interrupted"]
+        wait_for(lambda: cluster.overview() == [])
+        assert "Stopped after step" in a.status.object and a.phase == "idle"
+    finally:
+        for pg in (a, b):  # a paused run left behind would hold the device for every later test
+            pg.close()
 
 
 @pytest.mark.parametrize(
