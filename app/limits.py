@@ -158,7 +158,7 @@ class SessionCount:
         self._lock = threading.Lock()
         self._visits: dict[int, _Visit] = {}
 
-    def enter(self, limit: int, context=None, grace_s: float = 15.0) -> object | None:
+    def enter(self, limit: int, context=None, grace_s: float = ServerLimits.unused_session_seconds) -> object | None:
         """Admit a new session (Bokeh's session context, None outside a server) and return its ticket for `leave`
         and `connected`, or return None when `limit` are open already."""
         with self._lock:
@@ -180,7 +180,7 @@ class SessionCount:
     def _count(self, grace_ms: float) -> int:
         return sum(visit.is_open(grace_ms) for visit in self._visits.values())
 
-    def open(self, grace_s: float = 15.0) -> int:
+    def open(self, grace_s: float = ServerLimits.unused_session_seconds) -> int:
         """How many sessions are open now."""
         with self._lock:
             return self._count(1000 * grace_s)

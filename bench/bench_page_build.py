@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def stop_model_jobs() -> None:
-    """Stop the model jobs the visits started (a reward-model page trains one) and close the local cluster, before
-    the interpreter's exit has shut down the threads Dask sends with: otherwise it fails mid-message as the process ends."""
+    """Close the local cluster the visits connected to (the model pages' jobs, the live-run page's watch of the line),
+    before the interpreter's exit has shut down the threads Dask sends with: otherwise it fails mid-message as the
+    process ends."""
     from app.cluster import current
 
     current().close()
