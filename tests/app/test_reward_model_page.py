@@ -212,7 +212,11 @@ def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page, cpu_take
 
 def test_learners_queued_behind_the_same_training_get_its_result(make_page, cpu_taken):
     first, second = make_page({"steps": "20"}), make_page({"steps": "20"})  # a room opening the page at once
-    wait(lambda: second.training_job.run.notice.visible and "place 2" in second.training_job.run.notice.object)
+
+    def places() -> str:  # both pages' sentences of their place in line: their threads submit in either order
+        return " ".join(pg.training_job.run.notice.object for pg in (first, second) if pg.training_job.run.notice.visible)
+
+    wait(lambda: "place 1" in places() and "place 2" in places())
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",) * 2]
     cpu_taken.free()
     wait(lambda: first.trained is not None and second.trained is not None)
