@@ -203,20 +203,31 @@ def _close(snapshots) -> None:
         LOG.exception("Closing a job's generator failed")
 
 
-class ControlledRun:
+class ControlledRun(pn.viewable.Viewer):
     """A StreamingRun and its RunControls kept in step: running while a job runs, progress 1.0 when one finishes.
 
     `apply(snapshot)` is the run's (StreamingRun); `on_start()` is what the Start button does,
     the page's method that makes a generator and hands it to `start`; the Stop button is `stop`.
     `completed()`, if given, says whether a job that reached its end did its work (a job that
-    ends on a message has not): only then is its progress shown full.
+    ends on a message has not): only then is its progress shown full. A page places the job as
+    one piece, its controls with the run's notice under them (`view`), so no page can show the
+    buttons and leave out the sentence that says why a job waits or stopped.
     """
 
     def __init__(self, apply: Callable[[object], None], on_start: Callable[[], None], seed: param.Integer | None = None,
                  time_limit: float | None = None, completed: Callable[[], bool] | None = None):
+        super().__init__()
         self.completed = completed
         self.run = StreamingRun(apply, self.done, time_limit=time_limit)
         self.controls = RunControls(on_start, self.stop, seed=seed)
+
+    def view(self, *beside: pn.viewable.Viewable) -> pn.Column:
+        """The job's controls, after `beside` (its other inputs) on one row, and the run's notice under them."""
+        controls = pn.Row(*beside, self.controls) if beside else self.controls
+        return pn.Column(controls, self.run.notice, sizing_mode="stretch_width")
+
+    def __panel__(self) -> pn.Column:
+        return self.view()
 
     def start(self, steps: Callable[[], Iterator]) -> None:
         """Show the controls running from 0 and walk `steps()`, replacing any job under way."""
@@ -279,7 +290,7 @@ class StreamingCurve(pn.viewable.Viewer):
     @cached_property
     def _layout(self) -> pn.Column:
         name = self._plot[-1]
-        return pn.Column(self.controls, self.run.notice, plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
+        return pn.Column(self.job.view(), plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
 
     def start(self) -> None:
         """Start a fresh run, replacing any run under way (a newer setting cancels stale work)."""

@@ -345,8 +345,7 @@ class BanditPage(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown(TRAINING_NOTE, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.seeds, width=220), slider(self.param.steps, width=220), slider(self.param.lr, width=220)),
-            self.training_job.controls,
-            self.training_job.run.notice,
+            self.training_job,
             self.arm_card,
             self.arm_card.guard(
                 pn.Row(

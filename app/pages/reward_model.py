@@ -336,8 +336,7 @@ class RewardModelPage(pn.viewable.Viewer):
     def _pairs_section(self):
         return pn.Column(
             pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160), slider(self.param.tau_label, width=300)),
-            self.pairs_job.controls,
-            self.pairs_job.run.notice,
+            self.pairs_job,
             self.pairs_files,
             self.pairs_text,
             pn.Row(
@@ -354,8 +353,7 @@ class RewardModelPage(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown(TRAINING_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
-            self.training_job.controls,
-            self.training_job.run.notice,
+            self.training_job,
             pn.Row(
                 plot_with_downloads(loss_figure(self.curve, self.loss_steps), {"training": self.curve}, "Training loss"),
                 plot_with_downloads(accuracy_figure(self.curve, self.ceiling, self.accuracy_steps),

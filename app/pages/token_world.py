@@ -349,8 +349,7 @@ class TokenWorldPage(pn.viewable.Viewer):
             pn.pane.Markdown(LAMBDA_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
             plot_with_downloads(self._lambda_panels(), {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
-            pn.Row(pn.widgets.IntInput.from_param(self.param.episodes, width=180), self.mc_job.controls),
-            self.mc_job.run.notice,
+            self.mc_job.view(pn.widgets.IntInput.from_param(self.param.episodes, width=180)),
             self.mc_status,
             note="the bias and variance of GAE against λ",
         )
