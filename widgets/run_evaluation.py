@@ -42,9 +42,9 @@ class RunEvaluation(pn.viewable.Viewer):
         if results:
             chosen = self.choice.value
             options = example_options(results[-1])
-            self.choice.options = options
-            self.choice.value = chosen if chosen in options.values() else 0
-            self._show_example()
+            self.choice.param.update(options=options, value=chosen if chosen in options.values() else 0)
+            if self.choice.value == chosen:  # the same reply of a newer evaluation: the watcher saw no change
+                self._show_example()
 
     def _show_example(self) -> None:
         if not self._results or self.choice.value is None:

@@ -24,6 +24,8 @@ from app.text.live_run import eval_lines
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
+from widgets import run_evaluation
+from widgets.run_evaluation import RunEvaluation
 from widgets.run_html import RATIO_PALETTE, ratio_colours
 from widgets.run_status import status_html
 
@@ -72,7 +74,7 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad, why):
     assert getattr(pg, bad) == LiveRunPage.param[bad].default and pg.T == 12
 
 
-def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
+def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     pg = tiny_page(tmp_path, beta="0.05")
     pg.start()
     pg.runner.join(120)
@@ -104,6 +106,13 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path):
     assert f"{ex.G[0]:+.3f}" in pg.evaluation.example.object and f"{ex.log_ratio[-1]:+.3f}" in pg.evaluation.example.object
     assert ex.G[0] == pytest.approx(ex.R - 0.05 * ex.log_ratio.sum(), abs=1e-5)
     assert "= G_0" in pg.evaluation.example.object
+    # Each evaluation shown computes the worked example once: the chosen reply kept, or the first one chosen.
+    computed = []
+    monkeypatch.setattr(run_evaluation, "worked_example", lambda result, i: computed.append(i) or worked_example(result, i))
+    pg.evaluation.show(run.evals, state.eval_results, state.settings)
+    fresh = RunEvaluation()
+    fresh.show(run.evals, state.eval_results, state.settings)
+    assert computed == [3, 0] and pg.evaluation.choice.value == 3 and fresh.choice.value == 0
     # The run is listed, finished.
     assert list(pg.runs_list.table.value["run"]) == [folder.name]
     assert list(pg.runs_list.table.value["status"]) == ["finished"]
