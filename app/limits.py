@@ -133,15 +133,18 @@ class _Visit:
     def __init__(self, context):
         self.context, self.connected = context, False
 
+    def note_connection(self) -> None:
+        """Record a websocket seen up: a tab that closes before its page says it is drawn is gone all the same."""
+        session = getattr(self.context, "session", None)
+        if session is not None and session.connection_count > 0:
+            self.connected = True
+
     def is_open(self, grace_ms: float) -> bool:
         """Open while its page is built, while a tab holds its websocket and, until its first websocket, for `grace_ms`."""
         session = getattr(self.context, "session", None)
         if session is None:
             return True  # being built (or no server: counted until it leaves)
-        if session.connection_count > 0:
-            self.connected = True
-            return True
-        return not self.connected and session.milliseconds_since_last_unsubscribe < grace_ms
+        return session.connection_count > 0 or not self.connected and session.milliseconds_since_last_unsubscribe < grace_ms
 
 
 class SessionCount:
@@ -178,6 +181,8 @@ class SessionCount:
             self._visits.pop(id(ticket), None)
 
     def _count(self, grace_ms: float) -> int:
+        for visit in self._visits.values():
+            visit.note_connection()
         return sum(visit.is_open(grace_ms) for visit in self._visits.values())
 
     def open(self, grace_s: float = ServerLimits.unused_session_seconds) -> int:
