@@ -1,19 +1,22 @@
 """Open and close every page many times: the server's resident memory before and after.
 
-    python -m bench.soak [--cycles 50] [--warmup 10] [--pages ROUTE ...] [--json]
+    python -m bench.soak [--cycles 50] [--warmup 30] [--every 10] [--pages ROUTE ...] [--json]
 
 starts `python -m app.cli serve` on a free localhost port with room for many sessions and
 closed sessions dropped after 1 s (`--max-sessions 1000 --unused-session-seconds 1`), then
 soaks one page at a time, the index first: `--warmup` open-and-close cycles of the page to warm
 up (imports, caches, first allocations: on the bandit and toy-target pages memory still climbed
-through the first ten cycles, then stayed flat), the server's resident memory (VmRSS), `--cycles`
-more cycles, and its resident memory again, each read once the closed sessions have been dropped
-and the server has handed their freed memory back (app.server.trim_freed_memory).
+through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory (VmRSS), `--cycles`
+more cycles with the resident memory read again after every `--every` of them, each reading taken
+once the closed sessions have been dropped and the server has handed their freed memory back
+(app.server.trim_freed_memory). Two readings alone cannot tell a leak from the allocator's noise,
+so the growth per cycle is the least-squares slope of the readings against the cycle, with its
+standard error: a leak is a slope several standard errors above zero.
 A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
 websocket, the document, the document-ready event that starts the page's onload work), moves
 one of its sliders if it has one, waits until the server has sent nothing for half a second
-(at most 5 s), and closes the page. Printed: the growth per page over its cycles, and in
-total from the first reading to the last; and the server log's tracebacks.
+(at most 5 s), and closes the page. Printed: the growth per page over its cycles and per cycle,
+and in total from the first reading to the last; and the server log's tracebacks.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import argparse
 import asyncio
 import json
 import time
+
+import numpy as np
 
 from app.pages import available_pages
 from app.server import TRIM_SECONDS
@@ -55,37 +60,60 @@ async def cycle(base: str, route: str) -> bool:
         await session.close()
 
 
-async def soak_page(server: Server, route: str, cycles: int, warmup: int) -> dict:
+def slope(cycles: list[int], mb: list[float]) -> tuple[float, float]:
+    """MB per cycle: the least-squares slope of `mb` against `cycles`, and its standard error (nan with fewer than three readings)."""
+    x, y = np.asarray(cycles, float), np.asarray(mb, float)
+    if x.size < 3:
+        return (float((y[-1] - y[0]) / (x[-1] - x[0])) if x.size == 2 else float("nan")), float("nan")
+    b, a = np.polyfit(x, y, 1)
+    residuals = y - (a + b * x)
+    se = np.sqrt(residuals @ residuals / (x.size - 2) / ((x - x.mean()) @ (x - x.mean())))
+    return float(b), float(se)
+
+
+async def dropped_memory(server: Server) -> float:
+    """The server's resident memory in MB once the sessions closed so far have been dropped and their memory returned."""
+    await asyncio.sleep(DROPPED_AFTER)
+    return resident_mb(server.process.pid)["VmRSS"]
+
+
+async def soak_page(server: Server, route: str, cycles: int, warmup: int, every: int) -> dict:
     for _ in range(warmup):
         await cycle(server.url, route)
-    await asyncio.sleep(DROPPED_AFTER)
-    before, started = resident_mb(server.process.pid)["VmRSS"], time.monotonic()
-    unanswered = 0
-    for _ in range(cycles):
+    readings = [(0, await dropped_memory(server))]
+    unanswered, cycling = 0, 0.0
+    for done in range(1, cycles + 1):
+        started = time.monotonic()
         unanswered += not await cycle(server.url, route)
-    await asyncio.sleep(DROPPED_AFTER)
-    after = resident_mb(server.process.pid)["VmRSS"]
-    return {"route": route, "before_mb": before, "after_mb": after, "growth_mb": after - before, "unanswered_moves": unanswered,
-            "seconds_per_cycle": (time.monotonic() - started) / cycles}
+        cycling += time.monotonic() - started
+        if done % every == 0 or done == cycles:
+            readings.append((done, await dropped_memory(server)))
+    per_cycle, se = slope([c for c, _ in readings], [mb for _, mb in readings])
+    before, after = readings[0][1], readings[-1][1]
+    return {"route": route, "before_mb": before, "after_mb": after, "growth_mb": after - before, "readings": readings,
+            "mb_per_cycle": per_cycle, "mb_per_cycle_se": se, "unanswered_moves": unanswered, "seconds_per_cycle": cycling / cycles}
 
 
-async def soak(server: Server, cycles: int, warmup: int, routes: list[str]) -> dict:
-    pages = [await soak_page(server, route, cycles, warmup) for route in routes]
-    return {"cycles": cycles, "warmup": warmup, "pages": pages, "first_mb": pages[0]["before_mb"], "last_mb": pages[-1]["after_mb"],
+async def soak(server: Server, cycles: int, warmup: int, every: int, routes: list[str]) -> dict:
+    pages = [await soak_page(server, route, cycles, warmup, every) for route in routes]
+    return {"cycles": cycles, "warmup": warmup, "every": every, "pages": pages, "first_mb": pages[0]["before_mb"], "last_mb": pages[-1]["after_mb"],
             "total_growth_mb": pages[-1]["after_mb"] - pages[0]["before_mb"], "peak_mb": resident_mb(server.process.pid)["VmHWM"]}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=50, help="open-and-close cycles of each page after its warm-up (default: 50)")
-    parser.add_argument("--warmup", type=int, default=10, help="open-and-close cycles of each page before the first reading (default: 10)")
+    parser.add_argument("--warmup", type=int, default=30, help="open-and-close cycles of each page before the first reading (default: 30)")
+    parser.add_argument("--every", type=int, default=10, help="cycles between two readings of the server's memory (default: 10)")
     parser.add_argument("--pages", nargs="+", metavar="ROUTE", help="soak only these routes ('' is the index; default: the index and every page)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
+    if args.cycles < 1 or args.warmup < 0 or args.every < 1:
+        parser.error("--cycles and --every must be at least 1, --warmup not negative")
     routes = args.pages if args.pages is not None else [""] + [p.route for p in available_pages()]
     server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1", env={"OMP_NUM_THREADS": "1"})
     try:
-        report = asyncio.run(soak(server, args.cycles, args.warmup, routes))
+        report = asyncio.run(soak(server, args.cycles, args.warmup, args.every, routes))
         report["server_log_problems"] = server_log_problems(server.log())
         report["server_log"] = str(server.log_path)
     finally:
@@ -93,9 +121,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(report, indent=1))
         return
-    print(f"memory soak: {args.cycles} open-and-close cycles of each page after {args.warmup} to warm up; server resident memory (VmRSS)")
+    print(f"memory soak: {args.cycles} open-and-close cycles of each page after {args.warmup} to warm up; server resident memory (VmRSS), "
+          f"read every {args.every} cycles")
     for page in report["pages"]:
         print(f"  /{page['route']}: {page['before_mb']:.1f} MB -> {page['after_mb']:.1f} MB ({page['growth_mb']:+.1f} MB), "
+              f"{page['mb_per_cycle'] * 1000:+.0f} ± {page['mb_per_cycle_se'] * 1000:.0f} kB per cycle (slope ± standard error), "
               f"{page['seconds_per_cycle']:.2f} s per cycle" + (f", {page['unanswered_moves']} moves without a plot change" if page["unanswered_moves"] else ""))
     print(f"total: {report['first_mb']:.1f} MB -> {report['last_mb']:.1f} MB ({report['total_growth_mb']:+.1f} MB); peak {report['peak_mb']:.1f} MB")
     problems = report["server_log_problems"]
