@@ -11,9 +11,7 @@ key, so a learner gets the very numbers their own call would have computed.
 
 The cache holds at most `MAX_BYTES` of arrays (each result's numpy arrays counted by their
 `nbytes`, anything else at a nominal `OTHER_BYTES`) and drops the least recently used
-results beyond that; a single result larger than the bound is computed and not kept. A streamed
-experiment (a generator of partial results, `RESULTS.stream`) keeps its last result once it has
-run to its end, and a later walk with the same arguments gets that result at once. Callers
+results beyond that; a single result larger than the bound is computed and not kept. Callers
 asking for a key that another thread is computing wait for that result instead of computing
 it again. Results are shared, so their arrays are made read-only: a page that wants to change
 one must copy it.
@@ -73,10 +71,6 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _key(function: Callable[..., Any], args: tuple, kwargs: dict) -> tuple:
-    return (function.__module__, function.__qualname__, _hashable(args), _hashable(tuple(sorted(kwargs.items()))))
-
-
 class ResultsCache:
     """Results of deterministic engine calls by (function, arguments), least recently used dropped beyond `max_bytes`."""
 
@@ -90,7 +84,7 @@ class ResultsCache:
 
     def get(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """`function(*args, **kwargs)`, computed once per process for these arguments while it stays cached."""
-        key = _key(function, args, kwargs)
+        key = (function.__module__, function.__qualname__, _hashable(args), _hashable(tuple(sorted(kwargs.items()))))
         with self._lock:
             if key in self._results:
                 self._results.move_to_end(key)
@@ -104,53 +98,23 @@ class ResultsCache:
             return pending.result()  # another thread computes it now; its error, if any, is raised here too
         try:
             value = function(*args, **kwargs)
+            freeze(value)
         except BaseException as error:
             with self._lock:
                 del self._pending[key]
             mine.set_exception(error)
             raise
+        size = result_bytes(value)
         with self._lock:
             del self._pending[key]
-            self._keep(key, value)
+            if size <= self.max_bytes:
+                self._results[key] = (value, size)
+                self.bytes += size
+                while self.bytes > self.max_bytes:
+                    _, (_, dropped) = self._results.popitem(last=False)
+                    self.bytes -= dropped
         mine.set_result(value)
         return value
-
-    def stream(self, steps: Callable[..., Iterator[Any]], *args: Any, **kwargs: Any) -> Iterator[Any]:
-        """Walk `steps(*args, **kwargs)`, a generator of partial results, yielding each; a walk that reaches its end
-        leaves its last result cached, and a later walk with the same arguments yields that one result at once.
-
-        A walk stopped part-way (a newer setting replaced it) caches nothing. Two walks with the same
-        arguments at the same moment both compute: a stream has no single result to wait for.
-        """
-        key = _key(steps, args, kwargs)
-        with self._lock:
-            cached = self._results.get(key)
-            if cached is not None:
-                self._results.move_to_end(key)
-                self.hits += 1
-            else:
-                self.misses += 1
-        if cached is not None:
-            yield cached[0]
-            return
-        last = None
-        for last in steps(*args, **kwargs):
-            yield last
-        if last is not None:
-            with self._lock:
-                self._keep(key, last)
-
-    def _keep(self, key: tuple, value: Any) -> None:
-        """Hold `value` under `key` (lock held), read-only, dropping the least recently used beyond `max_bytes`."""
-        freeze(value)
-        size = result_bytes(value)
-        if size > self.max_bytes or key in self._results:
-            return
-        self._results[key] = (value, size)
-        self.bytes += size
-        while self.bytes > self.max_bytes:
-            _, (_, dropped) = self._results.popitem(last=False)
-            self.bytes -= dropped
 
     def clear(self) -> None:
         """Drop every result (benchmarks, to time a value nobody has asked for)."""

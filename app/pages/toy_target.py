@@ -23,7 +23,6 @@ import param
 from bokeh.models import ColumnDataSource, Span
 
 from app import limits
-from app.results_cache import RESULTS
 from app.text.toy_target import (
     EQUATION,
     INTRO,
@@ -182,9 +181,9 @@ class ToyTargetPage(pn.viewable.Viewer):
                 self.start_training()
 
     def start_experiment(self) -> None:
-        """Draw the batches afresh (or take those of the same settings drawn to the end before); a run under way is cancelled."""
+        """Draw the batches afresh; a run under way is cancelled."""
         s = (self.samples, self.batches, self.target_seed, self.seed)
-        self.experiment_job.start(lambda: RESULTS.stream(draw_batches, *s))
+        self.experiment_job.start(lambda: draw_batches(*s))
 
     def start_training(self) -> None:
         """Train every seed with and without the baseline afresh; a run under way is cancelled."""

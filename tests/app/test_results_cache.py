@@ -68,38 +68,3 @@ def test_a_shared_random_result_is_the_one_the_learner_would_have_computed():
     shared = RESULTS.get(monte_carlo, *args)
     own = monte_carlo(*args)
     assert np.array_equal(shared.total_variance, own.total_variance) and shared.b_star == own.b_star
-
-
-def test_a_stream_walked_to_its_end_is_kept_as_its_last_result_and_a_stopped_one_is_not():
-    walks = []
-
-    def partial_sums(n):
-        walks.append(n)
-        total = np.zeros(2)
-        for k in range(n):
-            total = total + k
-            yield total
-
-    cache = ResultsCache()
-    stopped = cache.stream(partial_sums, 4)
-    next(stopped), next(stopped)
-    stopped.close()  # a newer setting replaced it after two partial results
-    assert len(cache) == 0
-    walked = list(cache.stream(partial_sums, 4))
-    assert [w.tolist() for w in walked] == [[0, 0], [1, 1], [3, 3], [6, 6]] and len(cache) == 1
-    (again,) = list(cache.stream(partial_sums, 4))
-    assert again is walked[-1] and walks == [4, 4] and (cache.hits, cache.misses) == (1, 2)
-    with pytest.raises(ValueError):
-        again[0] = 0.0  # shared between sessions: nobody may change it
-
-
-def test_the_toy_target_experiment_from_the_cache_is_the_one_drawn_to_its_end():
-    from engines.toy_target import draw_batches
-
-    cache = ResultsCache()
-    *_, drawn = cache.stream(draw_batches, 8, 12, 0, 1)
-    (kept,) = cache.stream(draw_batches, 8, 12, 0, 1)
-    *_, fresh = draw_batches(8, 12, 0, 1)
-    assert kept is drawn and kept.drawn == kept.total == 12
-    for name, estimates in fresh.estimates.items():
-        np.testing.assert_array_equal(kept.estimates[name], estimates)
