@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from functools import cached_property, partial
 
 import panel as pn
@@ -43,6 +44,11 @@ TIME_LIMIT = "This computation was stopped after {seconds:g} s, the server's lim
 FAILED = "This computation failed on an unexpected error ({kind}), which the server has logged; change a setting or start it again."
 THREAD_NAME = "feedback-lab-job"
 """The name of every worker thread (with a number), so that a server's running jobs can be told apart."""
+COMPUTING = threading.Lock()
+"""Held while a job with a compute limit (an analytic page's Monte Carlo or training, computed in the web
+process) makes its next snapshot: such jobs take turns, so however many learners run one, the web
+process's event loop competes for the interpreter lock with one of them, not with all."""
+_END = object()
 EXIT_WAIT = 10.0
 """Seconds the process waits, as it exits, for its stopped jobs to reach their next snapshot."""
 _numbers = itertools.count(1)
@@ -56,7 +62,9 @@ class StreamingRun:
     on the worker, when there is no server session, as in tests). `finished` is True
     when the generator ran to its end, False when it was stopped, replaced, cut at
     `time_limit` seconds or failed; `notice` (a hidden Alert the page places under its
-    controls) shows the sentence of the last two.
+    controls) shows the sentence of the last two. A job with a `time_limit` computes in this
+    process: it makes each snapshot holding `COMPUTING`, and its time waiting for it does not
+    count against its limit.
     """
 
     def __init__(self, apply: Callable[[object], None], on_done: Callable[[bool], None] | None = None, period: float = 0.1,
@@ -102,17 +110,21 @@ class StreamingRun:
 
     def _work(self, token: int, steps: Callable[[], Iterator], stop: threading.Event, doc) -> None:
         started = last = time.monotonic()
-        pending, finished, message, snapshots = None, False, "", None
+        pending, finished, message, snapshots, waited = None, False, "", None, 0.0
         try:
             snapshots = steps()
-            for snapshot in snapshots:
-                if stop.is_set():
-                    return
+            while True:
+                asked = time.monotonic()
+                with COMPUTING if self.time_limit is not None else nullcontext():
+                    waited += time.monotonic() - asked
+                    snapshot = next(snapshots, _END) if not stop.is_set() else _END
+                if snapshot is _END or stop.is_set():
+                    break
                 pending = snapshot
                 if time.monotonic() - last >= self.period:
                     self._deliver(doc, partial(self._apply_current, token, pending), stop)
                     last, pending = time.monotonic(), None
-                if self.time_limit is not None and time.monotonic() - started > self.time_limit:
+                if self.time_limit is not None and time.monotonic() - started - waited > self.time_limit:
                     message = TIME_LIMIT.format(seconds=self.time_limit)
                     return
             finished = not stop.is_set()

@@ -69,6 +69,36 @@ def test_a_job_past_its_time_limit_is_stopped_with_one_sentence_and_the_next_job
     assert done == [False, True] and shown[-1] == 3 and not run.notice.visible
 
 
+def test_jobs_with_a_compute_limit_take_turns_and_their_wait_is_not_counted():
+    """However many sessions run a Monte Carlo, the web process's event loop competes with one of them for the
+    interpreter lock: such jobs make their snapshots one at a time, and a job's time waiting its turn is not
+    counted against its limit."""
+    inside, most = [0], [0]
+    lock = threading.Lock()
+
+    def busy(n: int):
+        for k in range(n):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.02)  # a chunk of work (sleeping holds no lock, so only COMPUTING can keep them apart)
+            with lock:
+                inside[0] -= 1
+            yield k
+
+    done = []
+    runs = [StreamingRun(lambda _s: None, done.append, period=0.0, time_limit=0.5) for _ in range(4)]
+    for run in runs:
+        run.start(lambda: busy(10))  # 0.2 s of work each, 0.8 s in all: past the limit if waiting counted
+    for run in runs:
+        run.join(30)
+    assert most[0] == 1 and done == [True] * 4 and not any(run.notice.visible for run in runs)
+    free = StreamingRun(lambda _s: None, done.append, period=0.0)  # no compute limit: not in the turns
+    free.start(lambda: busy(3))
+    free.join(10)
+    assert done[-1] is True
+
+
 def test_join_waits_for_the_replaced_jobs_too():
     """A replaced job runs on to its next snapshot; join (a test's teardown, the process's exit) waits for it as well."""
     release = threading.Event()
