@@ -8,7 +8,7 @@ Set to "auto", BokehJS derives them itself if it ever needs them.
 
 from __future__ import annotations
 
-from bokeh.models import GlyphRenderer
+from bokeh.models import GlyphRenderer, Plot
 
 
 def lean(renderer: GlyphRenderer) -> GlyphRenderer:
@@ -19,7 +19,16 @@ def lean(renderer: GlyphRenderer) -> GlyphRenderer:
 
 
 def lean_figure(fig):
-    """Every glyph renderer of `fig` (a figure, or a layout of figures) made lean; returns `fig`."""
-    for renderer in fig.select({"type": GlyphRenderer}):
-        lean(renderer)
+    """Every glyph renderer of `fig` (a figure, or a layout of figures) made lean; returns `fig`.
+
+    It follows the layout's children and each figure's renderers rather than `fig.select`, which walks
+    every property of every model reachable from `fig` (axes, tools, ranges): that walk, once per plot,
+    was about 6 ms of each visit.
+    """
+    if isinstance(fig, Plot):
+        for renderer in fig.renderers:
+            if isinstance(renderer, GlyphRenderer):
+                lean(renderer)
+    for child in getattr(fig, "children", ()):
+        lean_figure(child[0] if isinstance(child, tuple) else child)  # a GridPlot's children are (plot, row, column)
     return fig

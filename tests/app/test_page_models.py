@@ -14,6 +14,7 @@ import pytest
 from bokeh.core.validation.check import check_integrity
 from bokeh.core.validation.warnings import EMPTY_LAYOUT
 from bokeh.document import Document
+from bokeh.models import GlyphRenderer
 from panel.io.state import set_curdoc, state
 
 from app.pages import available_pages
@@ -74,7 +75,7 @@ def test_a_visit_s_document_passes_bokeh_s_integrity_checks(route):
 
 
 @pytest.mark.parametrize("info", [i for i in available_pages() if i.name != "lab"], ids=lambda i: i.route)
-def test_every_section_of_a_page_passes_bokeh_s_integrity_checks(info):
+def test_every_section_of_a_page_passes_bokeh_s_integrity_checks_and_sends_one_glyph_per_renderer(info):
     doc = Document()
     with set_curdoc(doc), prompts(False):
         page = info.module.page()
@@ -83,7 +84,9 @@ def test_every_section_of_a_page_passes_bokeh_s_integrity_checks(info):
             for section in page.param.section.objects if "section" in page.param else ():
                 page.section = section  # built on first view, into the document
             problems = integrity_problems(doc)
+            heavy = [r for r in doc.models if isinstance(r, GlyphRenderer) and (r.nonselection_glyph, r.muted_glyph) != ("auto", "auto")]
         finally:
             if hasattr(page, "close"):
                 page.close()
     assert problems == []
+    assert heavy == [], "every renderer sends one glyph (widgets.glyphs.lean_figure)"

@@ -59,3 +59,16 @@ def test_index_links_every_page(open_page, console_errors):
     page.wait_for_url("**/baselines")
     assert page.locator(".fl-nav a[aria-current=page]").first.text_content() == "Baselines and variance"
     assert console_errors == []
+
+
+def test_the_light_dark_switch_keeps_the_controls(open_page, console_errors, shown_text):
+    page = open_page("baselines", "?p=0.3&b=4")
+    page.get_by_role("button", name="Light / dark").click()
+    page.wait_for_url(re.compile(r"theme=dark"))
+    page.locator(".fl-summary").first.wait_for()
+    assert shown_text(sentence(page)) == plain(summary_text(0.3, 4.0))
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert sum(map(int, re.findall(r"\d+", background)[:3])) < 3 * 128, f"a dark page, not {background}"
+    page.get_by_role("button", name="Light / dark").click()
+    page.wait_for_url(re.compile(r"theme=default"))
+    assert console_errors == []
