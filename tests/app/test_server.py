@@ -2,6 +2,8 @@
 
 import logging
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -211,3 +213,33 @@ def test_a_websocket_closed_mid_message_is_one_info_line_and_other_errors_keep_t
         record = _record("tornado.application", _raised(error))
         assert quiet.filter(record)
         assert record.levelno == logging.ERROR and record.exc_info[1] is error
+
+
+COLLECTED_ON_A_TIMER = """
+import gc, time, weakref
+from panel.io import document
+from app.server import NEVER, collect_on_a_timer
+
+class Node:
+    pass
+
+assert collect_on_a_timer(every=0.2)
+assert not collect_on_a_timer(every=0.2)  # one collecting thread per process
+assert gc.get_freeze_count() > 0 and gc.get_threshold()[2] == NEVER and document.GC_DEBOUNCE >= 0.2
+cycle = Node()
+cycle.me = cycle
+gone = weakref.ref(cycle)
+gc.collect(1)
+gc.collect(1)  # the cycle, still referenced, now sits in the oldest generation, which only a full collection walks
+del cycle
+deadline = time.monotonic() + 10
+while gone() is not None and time.monotonic() < deadline:
+    time.sleep(0.05)
+assert gone() is None, "the timer's full collection never freed the cycle"
+"""
+
+
+def test_the_server_s_full_collections_come_from_its_timer_and_free_old_cycles():
+    # In a process of its own: the test's interpreter keeps Python's own collection rules.
+    done = subprocess.run([sys.executable, "-c", COLLECTED_ON_A_TIMER], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
