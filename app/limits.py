@@ -60,6 +60,8 @@ class ServerLimits:
     """Seconds a session whose page never connected is kept before it is dropped (> 0)."""
     websocket_max_bytes: int = 20_000_000
     """Largest websocket message the server accepts, in bytes (>= 65536)."""
+    collect_seconds: float = 120.0
+    """Seconds between the server's full garbage collections: a closed page's memory is freed within them (> 0)."""
 
     def __post_init__(self):
         for field in dataclasses.fields(self):

@@ -434,14 +434,12 @@ def skip_document_validation() -> None:
     bokeh_settings.perform_document_validation.set_value(False)
 
 
-COLLECT_SECONDS = 30.0
-"""How often the server looks for unreachable reference cycles (a full collection), instead of Python's own rule."""
 COLLECT_THREAD = "feedback-lab-collect"
 NEVER = 2**30
 """A gen-1 count Python's collector never reaches before our own collections reset it."""
 
 
-def collect_on_a_timer(every: float = COLLECT_SECONDS) -> bool:
+def collect_on_a_timer(every: float) -> bool:
     """Make the process's full garbage collections one every `every` seconds, after leaving every object alive now
     out of them (`gc.freeze`: the libraries, the pages' modules and caches, never garbage); False if already so.
 
@@ -449,12 +447,13 @@ def collect_on_a_timer(every: float = COLLECT_SECONDS) -> bool:
     does. Panel starts one 5 s after a session closes (`panel.io.document.GC_DEBOUNCE`, unless
     another closes meanwhile) and Python one whenever the objects that survived younger
     collections have grown by a quarter: with thirty learners changing page, a full collection
-    every few seconds, the later ones walking about a million objects for 0.5 to 1.1 s each, every
-    slider step and page load waiting behind them. A closed session's page is cyclic garbage that
-    only a full collection frees, so they cannot stop; one every 30 s keeps the pauses to one in
-    thirty seconds, and a closed page's memory waits at most that long. Panel's own then comes only
-    after 30 s without a session closing. Younger generations are collected as before. Started
-    once per process, on a daemon thread.
+    every few seconds (16 in 90 s), the later ones walking about a million objects for 0.5 to 1.1 s
+    each, every slider step and page load waiting behind them. A closed session's page is cyclic
+    garbage that only a full collection frees, so they cannot stop; the cost of one is the objects
+    alive, not the garbage, so fewer of them pause the server less. The server's `collect_seconds`
+    (120 s by default; app.limits) sets how long a closed page's memory may wait. Panel's own then
+    comes only after that long without a session closing. Younger generations are collected as
+    before. Started once per process, on a daemon thread.
     """
     if any(t.name == COLLECT_THREAD for t in threading.enumerate()):
         return False
@@ -504,7 +503,7 @@ def serve(
     origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     lifetime_ms = int(server_limits.unused_session_seconds * 1000)
     pages = routes()
-    collect_on_a_timer()
+    collect_on_a_timer(server_limits.collect_seconds)
     return pn.serve(
         pages,
         port=port,

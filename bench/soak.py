@@ -2,14 +2,15 @@
 
     python -m bench.soak [--cycles 50] [--warmup 30] [--every 10] [--pages ROUTE ...] [--json]
 
-starts `python -m app.cli serve` on a free localhost port with room for many sessions and
-closed sessions dropped after 1 s (`--max-sessions 1000 --unused-session-seconds 1`), then
+starts `python -m app.cli serve` on a free localhost port with room for many sessions,
+closed sessions dropped after 1 s and collected every 2 s (`--max-sessions 1000 --unused-session-seconds 1
+--collect-seconds 2`), then
 soaks one page at a time, the index first: `--warmup` open-and-close cycles of the page to warm
 up (imports, caches, first allocations: on the bandit and toy-target pages memory still climbed
 through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory (VmRSS), `--cycles`
 more cycles with the resident memory read again after every `--every` of them, each reading taken
-once the closed sessions have been dropped and the server has handed their freed memory back
-(app.server.trim_freed_memory). Two readings alone cannot tell a leak from the allocator's noise,
+once the closed sessions have been dropped, collected (app.server.collect_on_a_timer) and their
+freed memory handed back (app.server.trim_freed_memory). Two readings alone cannot tell a leak from the allocator's noise,
 so the growth per cycle is the least-squares slope of the readings against the cycle, with its
 standard error: a leak is a slope several standard errors above zero.
 A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
@@ -33,9 +34,13 @@ from app.server import TRIM_SECONDS
 from bench.load_test import PageSession, resident_mb, server_log_problems
 from tests.servers import Server, start_server, stop_server
 
-DROPPED_AFTER = 2.5 + TRIM_SECONDS
+COLLECT_SECONDS = 2.0
+"""The soaked server's period of full garbage collections (`--collect-seconds`; a lesson's server waits longer): what a
+reading should show is what survives them."""
+DROPPED_AFTER = 2.5 + COLLECT_SECONDS + TRIM_SECONDS
 """Seconds after a close before memory is read: the 1 s lifetime, the 1 s between Bokeh's looks for expired
-sessions, and one period of the server's return of freed memory."""
+sessions, one period of the server's full garbage collections (a closed page is cyclic garbage) and one of its
+return of freed memory."""
 
 
 MOVE_TIMEOUT = 10.0
@@ -111,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.cycles < 1 or args.warmup < 0 or args.every < 1:
         parser.error("--cycles and --every must be at least 1, --warmup not negative")
     routes = args.pages if args.pages is not None else [""] + [p.route for p in available_pages()]
-    server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1", env={"OMP_NUM_THREADS": "1"})
+    server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1", "--collect-seconds", str(COLLECT_SECONDS),
+                          env={"OMP_NUM_THREADS": "1"})
     try:
         report = asyncio.run(soak(server, args.cycles, args.warmup, args.every, routes))
         report["server_log_problems"] = server_log_problems(server.log())
