@@ -57,6 +57,9 @@ NO_TRIM_THRESHOLD = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 once. Set at all, it also fixes glibc's mmap threshold at 128 KiB: every tensor above it is mapped and unmapped
 afresh, and a REINFORCE step of the embedded model took 0.71 s instead of 0.42 (`bench/bench_lm.py`, this 2-core
 machine, one torch thread). None: the worker starts without it (the compose file does the same for its workers)."""
+MONITOR_HISTORY = "distributed.admin.system-monitor.log-length"
+MONITOR_SAMPLES = 120
+"""Samples of CPU, memory and network a Dask system monitor keeps (one every 0.5 s: a minute; Dask's default is an hour)."""
 LOG = logging.getLogger("feedback_lab")
 
 
@@ -331,8 +334,11 @@ class Cluster:
         # scratch (a second run folder). work-stealing off: a job is pinned to its device, so there is
         # nothing to steal, and the stealing extension keeps every stopped job's task, arguments included
         # (a set of pairs, ~3 MB), until a job of the same kind finishes (distributed 2026.8, WorkStealing.unknown_durations).
+        # The system monitor's history: a local cluster's scheduler lives in the web process and has no dashboard to draw
+        # it, yet kept an hour of samples (7,200 per quantity, about 0.5 kB each), which grew the server through its
+        # first hour; a minute is kept instead.
         dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.work-stealing": False,
-                         NO_TRIM_THRESHOLD: None})
+                         NO_TRIM_THRESHOLD: None, MONITOR_HISTORY: MONITOR_SAMPLES})
         if self.address:
             try:
                 client = Client(self.address, timeout=CONNECT_SECONDS, set_as_default=False)

@@ -66,6 +66,12 @@ def test_a_worker_starts_without_dask_s_malloc_trim_threshold():
     assert own(job.snapshots()) == [None]
 
 
+def test_the_local_scheduler_keeps_a_minute_of_system_monitor_history():
+    # It lives in the web process, with no dashboard to draw it; Dask's default hour grew the server for an hour.
+    current().client  # started on first use
+    assert current()._cluster.scheduler.monitor.maxlen == cluster_module.MONITOR_SAMPLES
+
+
 def test_a_job_streams_every_snapshot_in_order_and_ends():
     job = current().submit("cpu", "a count", counting, 5, 0.01)
     assert own(job.snapshots()) == [0, 1, 2, 3, 4]
