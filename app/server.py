@@ -502,10 +502,10 @@ def serve(
     pn.config.exception_handler = session_exception
     origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     lifetime_ms = int(server_limits.unused_session_seconds * 1000)
-    pages = routes()
+    table = routes()  # imports every page module first, so the freeze below leaves them out of later collections
     collect_on_a_timer(server_limits.collect_seconds)
     return pn.serve(
-        pages,
+        table,
         port=port,
         address=address,
         websocket_origin=origins,

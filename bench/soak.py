@@ -77,7 +77,7 @@ def slope(cycles: list[int], mb: list[float]) -> tuple[float, float]:
 
 
 async def dropped_memory(server: Server) -> float:
-    """The server's resident memory in MB once the sessions closed so far have been dropped and their memory returned."""
+    """The server's resident memory in MB once the sessions closed so far have been dropped, collected and their memory returned."""
     await asyncio.sleep(DROPPED_AFTER)
     return resident_mb(server.process.pid)["VmRSS"]
 
