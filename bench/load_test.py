@@ -25,7 +25,9 @@ answered its cards, and one PATCH-DOC per slider step), so the server does a bro
 session's work. A move's latency runs from the change sent to
 the first change of one of the page's ColumnDataSources received; the browser's redraw after
 it is what bench/bench_latency.py adds. A page load runs from the GET to the document
-received. The learners share this process, so its own CPU time is printed too.
+received; its sliders are ready once a slider of every title the learner moves has arrived (most
+sit in the parts behind the cards, built when the stored answers arrive), and moves start then. The learners
+share this process, so its own CPU time is printed too.
 """
 
 from __future__ import annotations
@@ -86,10 +88,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def by_minute(timeline: list[tuple[float, str, float]]) -> list[dict]:
-    """The moves' and loads' figures of each minute of the test (by when each ended): when the slow ones came."""
+    """The moves', loads' and readies' figures of each minute of the test (by when each ended): when the slow ones came."""
     minutes = int(max((t for t, _, _ in timeline), default=0) // 60) + 1
-    return [{"minute": m + 1, **{kind + "s": summary([x for t, k, x in timeline if k == kind and m * 60 <= t < (m + 1) * 60])
-                                for kind in ("move", "load")}} for m in range(minutes)]
+    return [{"minute": m + 1, **{kinds: summary([x for t, k, x in timeline if k == kind and m * 60 <= t < (m + 1) * 60])
+                                for kind, kinds in (("move", "moves"), ("load", "loads"), ("ready", "readies"))}} for m in range(minutes)]
 
 
 def resident_mb(pid: int) -> dict[str, float]:
@@ -243,11 +245,15 @@ class PageSession:
         await self.send_events([{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
             "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": button}]]}}}])
 
+    def ready(self, titles: set[str]) -> bool:
+        """Whether a slider of every title in `titles` is movable."""
+        return titles <= {self.sliders[s]["title"] for s in self.movable()}
+
     async def revealed(self, titles: set[str], timeout: float) -> None:
-        """Wait (at most `timeout` seconds) until a slider titled in `titles` is movable: the parts of a page that
-        the stored guide reveals arrive as a patch after the document, later the busier the server is."""
+        """Wait (at most `timeout` seconds) until a slider of every title in `titles` is movable: the parts of a page
+        that the stored guide reveals arrive as patches after the document, later the busier the server is."""
         deadline = time.perf_counter() + timeout
-        while not self.closed and time.perf_counter() < deadline and not any(self.sliders[s]["title"] in titles for s in self.movable()):
+        while not self.closed and time.perf_counter() < deadline and not self.ready(titles):
             await asyncio.sleep(0.05)
 
     async def settle(self, quiet: float = 0.5, longest: float = 5.0) -> None:
@@ -286,15 +292,18 @@ class Figures:
     """Seconds per answered slider move, by page."""
     loads: dict[str, list[float]] = field(default_factory=dict)
     """Seconds per page load, by page."""
+    readies: dict[str, list[float]] = field(default_factory=dict)
+    """Seconds per page from its GET until a slider of every title the learner moves had arrived (the parts behind
+    its answered cards built), by page."""
     errors: list[tuple[str, str, str]] = field(default_factory=list)
     """(kind, page, what) per interaction not answered: timeout (a load or a move), refused, closed, server error,
     exception; and healthz, a /healthz request not answered."""
     timeline: list[tuple[float, str, float]] = field(default_factory=list)
-    """(seconds since the learners started, "move" or "load", its seconds) per answered interaction, as it ended."""
+    """(seconds since the learners started, "move", "load" or "ready", its seconds) per answered interaction, as it ended."""
     started: float = field(default_factory=time.perf_counter)
 
     def answered(self, kind: str, route: str, seconds: float) -> None:
-        (self.moves if kind == "move" else self.loads).setdefault(route, []).append(seconds)
+        {"move": self.moves, "load": self.loads, "ready": self.readies}[kind].setdefault(route, []).append(seconds)
         self.timeline.append((time.perf_counter() - self.started, kind, seconds))
 
     def error(self, kind: str, route: str, what: object) -> None:
@@ -350,8 +359,10 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
     figures.answered("load", route, time.perf_counter() - start)
     try:
         await session.revealed(titles, timeout)
-        if titles and not session.closed and not any(session.sliders[s]["title"] in titles for s in session.movable()):
-            figures.error("timeout", route, f"the page's sliders did not arrive within {timeout:.0f} s")
+        if titles and not session.closed and not session.ready(titles):
+            figures.error("timeout", route, f"the page's sliders did not all arrive within {timeout:.0f} s")
+        elif titles:
+            figures.answered("ready", route, time.perf_counter() - start)
         for step in range(moves):
             await asyncio.sleep(think * rng.uniform(0.5, 1.5))
             if time.monotonic() >= deadline:
@@ -451,6 +462,8 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
     report["moves"]["all"] = summary([x for v in figures.moves.values() for x in v])
     report["loads"] = {route: summary(v) for route, v in figures.loads.items()}
     report["loads"]["all"] = summary([x for v in figures.loads.values() for x in v])
+    report["readies"] = {route: summary(v) for route, v in figures.readies.items()}
+    report["readies"]["all"] = summary([x for v in figures.readies.values() for x in v])
     report["errors"] = {"count": len(figures.errors), "by_kind": {}, "by_page": {}, "by_what": {}}
     for kind, route, what in figures.errors:
         for table, key in (("by_kind", kind), ("by_page", route), ("by_what", f"{kind}: {what}")):
@@ -527,15 +540,17 @@ def print_report(r: dict) -> None:
           f"per page visit, {r['think_s']:g} s (0.5x to 1.5x) between moves, {r['timeout_s']:.0f} s timeout")
     print(f"machine load (1, 5, 15 min) before: {r['machine_load_before']}; after: {r['machine_load_after']}")
     for route in (*ANALYTIC, "all"):
-        m, ld = r["moves"].get(route, {"n": 0}), r["loads"].get(route, {"n": 0})
+        m, ld, rd = (r[kind].get(route, {"n": 0}) for kind in ("moves", "loads", "readies"))
         moves = f"{m['n']} moves answered, p50 {ms(m['p50'])}, p95 {ms(m['p95'])}, max {ms(m['max'])}" if m["n"] else "no moves answered"
         loads = f"{ld['n']} loads, p50 {ms(ld['p50'])}, p95 {ms(ld['p95'])}, max {ms(ld['max'])}" if ld["n"] else "no loads"
+        ready = f"sliders ready p50 {ms(rd['p50'])}, p95 {ms(rd['p95'])}" if rd["n"] else "no sliders ready"
         errors = r["errors"]["by_page"].get(route, 0) if route != "all" else r["errors"]["count"]
-        print(f"  {route}: {moves}; {loads}; {errors} errors")
+        print(f"  {route}: {moves}; {loads}; {ready}; {errors} errors")
     for m in r["by_minute"]:
-        moves, loads = m["moves"], m["loads"]
+        moves, loads, ready = m["moves"], m["loads"], m["readies"]
         print(f"  minute {m['minute']}: " + (f"{moves['n']} moves, p50 {ms(moves['p50'])}, p95 {ms(moves['p95'])}" if moves["n"] else "no moves")
-              + "; " + (f"{loads['n']} loads, p50 {ms(loads['p50'])}, p95 {ms(loads['p95'])}" if loads["n"] else "no loads"))
+              + "; " + (f"{loads['n']} loads, p50 {ms(loads['p50'])}, p95 {ms(loads['p95'])}" if loads["n"] else "no loads")
+              + "; " + (f"sliders ready p50 {ms(ready['p50'])}, p95 {ms(ready['p95'])}" if ready["n"] else "no sliders ready"))
     meets = all(r["moves"].get(p, {"n": 0})["n"] and r["moves"][p]["p95"] < GOAL_P95 for p in ANALYTIC)
     print(f"slider p95 under {GOAL_P95:g} s on every analytic page: {'yes' if meets else 'no'}")
     h = r["healthz"]

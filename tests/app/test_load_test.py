@@ -17,8 +17,9 @@ def test_a_learner_finds_the_plot_sliders_and_its_moves_are_answered(roomy_serve
     figures = Figures()
     asyncio.run(visit(roomy_server.url, "baselines", answered["baselines"], 4, 0.05, 60, figures, random.Random(0)))
     assert figures.errors == []
-    assert len(figures.loads["baselines"]) == 1 and len(figures.moves["baselines"]) == 4
-    assert [kind for _, kind, _ in figures.timeline] == ["load"] + ["move"] * 4  # each answer, in the order it came
+    assert len(figures.loads["baselines"]) == 1 and len(figures.readies["baselines"]) == 1 and len(figures.moves["baselines"]) == 4
+    assert [kind for _, kind, _ in figures.timeline] == ["load", "ready"] + ["move"] * 4  # each answer, in the order it came
+    assert figures.loads["baselines"][0] <= figures.readies["baselines"][0]
     assert "Traceback" not in roomy_server.log()
 
 
@@ -50,9 +51,9 @@ def test_impossible_numbers_get_one_sentence_and_exit_status_2(argv, capsys):
 
 
 def test_the_figures_of_each_minute_count_what_ended_in_it():
-    timeline = [(5.0, "load", 2.0), (10.0, "move", 0.1), (59.9, "move", 0.3), (61.0, "move", 0.5), (150.0, "load", 1.0)]
+    timeline = [(5.0, "load", 2.0), (5.5, "ready", 2.5), (10.0, "move", 0.1), (59.9, "move", 0.3), (61.0, "move", 0.5), (150.0, "load", 1.0)]
     minutes = load_test.by_minute(timeline)
     assert [m["minute"] for m in minutes] == [1, 2, 3]
-    assert (minutes[0]["moves"]["n"], minutes[0]["moves"]["max"], minutes[0]["loads"]["n"]) == (2, 0.3, 1)
+    assert (minutes[0]["moves"]["n"], minutes[0]["moves"]["max"], minutes[0]["loads"]["n"], minutes[0]["readies"]["max"]) == (2, 0.3, 1, 2.5)
     assert (minutes[1]["moves"]["n"], minutes[1]["loads"]["n"]) == (1, 0)
     assert (minutes[2]["moves"]["n"], minutes[2]["loads"]["max"]) == (0, 1.0)
