@@ -135,12 +135,15 @@ class PageSession:
         self._answer: asyncio.Future | None = None
         self.last_message = time.perf_counter()
         self.closed = False
+        self.get_seconds = math.nan  # the page's GET (its document built, the page sent); the rest of a load is the websocket and the document
         self._reader = asyncio.get_running_loop().create_task(self._read_forever())
 
     @classmethod
     async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0) -> "PageSession":
         """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn."""
+        start = time.perf_counter()
         response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout)
+        got = time.perf_counter() - start
         token = re.search(r'"token":"([^"]+)"', response.body.decode()).group(1)
         ws = await asyncio.wait_for(websocket_connect(base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws"), subprotocols=["bokeh", token]), timeout)
         ws.protocol.set_nodelay(True)  # as browsers do; else Nagle holds a message's second and third frames
@@ -161,6 +164,7 @@ class PageSession:
             ws.close()
             raise Refused(f"/{route}: the server sent its one-sentence page")
         session = cls(ws, receiver, reply.content)
+        session.get_seconds = got
         await session.send_events([DOCUMENT_READY])
         if session.store is not None:  # as the browser's script does once the page is drawn
             await session.send_events([{"kind": "ModelChanged", "model": {"id": session.store}, "attr": "value", "new": STORED_GUIDE},
@@ -292,6 +296,8 @@ class Figures:
     """Seconds per answered slider move, by page."""
     loads: dict[str, list[float]] = field(default_factory=dict)
     """Seconds per page load, by page."""
+    gets: dict[str, list[float]] = field(default_factory=dict)
+    """Seconds of each load's GET (the server's build of the page, and its wait for a turn to build it), by page."""
     readies: dict[str, list[float]] = field(default_factory=dict)
     """Seconds per page from its GET until a slider of every title the learner moves had arrived (the parts behind
     its answered cards built), by page."""
@@ -357,6 +363,7 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
         await asyncio.sleep(think)
         return
     figures.answered("load", route, time.perf_counter() - start)
+    figures.gets.setdefault(route, []).append(session.get_seconds)
     try:
         await session.revealed(titles, timeout)
         if titles and not session.closed and not session.ready(titles):
@@ -462,6 +469,7 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
     report["moves"]["all"] = summary([x for v in figures.moves.values() for x in v])
     report["loads"] = {route: summary(v) for route, v in figures.loads.items()}
     report["loads"]["all"] = summary([x for v in figures.loads.values() for x in v])
+    report["gets"] = summary([x for v in figures.gets.values() for x in v])
     report["readies"] = {route: summary(v) for route, v in figures.readies.items()}
     report["readies"]["all"] = summary([x for v in figures.readies.values() for x in v])
     report["errors"] = {"count": len(figures.errors), "by_kind": {}, "by_page": {}, "by_what": {}}
@@ -551,6 +559,10 @@ def print_report(r: dict) -> None:
         print(f"  minute {m['minute']}: " + (f"{moves['n']} moves, p50 {ms(moves['p50'])}, p95 {ms(moves['p95'])}" if moves["n"] else "no moves")
               + "; " + (f"{loads['n']} loads, p50 {ms(loads['p50'])}, p95 {ms(loads['p95'])}" if loads["n"] else "no loads")
               + "; " + (f"sliders ready p50 {ms(ready['p50'])}, p95 {ms(ready['p95'])}" if ready["n"] else "no sliders ready"))
+    g = r["gets"]
+    if g["n"]:
+        print(f"  of a load, its GET (the page built and sent): p50 {ms(g['p50'])}, p95 {ms(g['p95'])}, max {ms(g['max'])}; "
+              "the rest is the websocket and the document")
     meets = all(r["moves"].get(p, {"n": 0})["n"] and r["moves"][p]["p95"] < GOAL_P95 for p in ANALYTIC)
     print(f"slider p95 under {GOAL_P95:g} s on every analytic page: {'yes' if meets else 'no'}")
     h = r["healthz"]

@@ -19,7 +19,7 @@ def test_a_learner_finds_the_plot_sliders_and_its_moves_are_answered(roomy_serve
     assert figures.errors == []
     assert len(figures.loads["baselines"]) == 1 and len(figures.readies["baselines"]) == 1 and len(figures.moves["baselines"]) == 4
     assert [kind for _, kind, _ in figures.timeline] == ["load", "ready"] + ["move"] * 4  # each answer, in the order it came
-    assert figures.loads["baselines"][0] <= figures.readies["baselines"][0]
+    assert figures.gets["baselines"][0] <= figures.loads["baselines"][0] <= figures.readies["baselines"][0]
     assert "Traceback" not in roomy_server.log()
 
 
