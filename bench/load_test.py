@@ -73,6 +73,10 @@ STORED_GUIDE = json.dumps({"prompts": False, "answers": {}})
 off in an earlier lesson, so every part of a page is shown, and built, as for a learner who has answered its cards."""
 
 
+KINDS = {"move": "moves", "load": "loads", "ready": "readies"}
+"""Each kind of answered interaction in the timeline, and its figures' name (in `Figures` and in the report)."""
+
+
 class Refused(RuntimeError):
     """The server sent its one-sentence page instead of the page."""
 
@@ -91,7 +95,7 @@ def by_minute(timeline: list[tuple[float, str, float]]) -> list[dict]:
     """The moves', loads' and readies' figures of each minute of the test (by when each ended): when the slow ones came."""
     minutes = int(max((t for t, _, _ in timeline), default=0) // 60) + 1
     return [{"minute": m + 1, **{kinds: summary([x for t, k, x in timeline if k == kind and m * 60 <= t < (m + 1) * 60])
-                                for kind, kinds in (("move", "moves"), ("load", "loads"), ("ready", "readies"))}} for m in range(minutes)]
+                                for kind, kinds in KINDS.items()}} for m in range(minutes)]
 
 
 def resident_mb(pid: int) -> dict[str, float]:
@@ -297,7 +301,7 @@ class Figures:
     loads: dict[str, list[float]] = field(default_factory=dict)
     """Seconds per page load, by page."""
     gets: dict[str, list[float]] = field(default_factory=dict)
-    """Seconds of each load's GET (the server's build of the page, and its wait for a turn to build it), by page."""
+    """Seconds of each load's GET (the page's wait to be built, its build, the page sent), by page."""
     readies: dict[str, list[float]] = field(default_factory=dict)
     """Seconds per page from its GET until a slider of every title the learner moves had arrived (the parts behind
     its answered cards built), by page."""
@@ -309,7 +313,7 @@ class Figures:
     started: float = field(default_factory=time.perf_counter)
 
     def answered(self, kind: str, route: str, seconds: float) -> None:
-        {"move": self.moves, "load": self.loads, "ready": self.readies}[kind].setdefault(route, []).append(seconds)
+        getattr(self, KINDS[kind]).setdefault(route, []).append(seconds)
         self.timeline.append((time.perf_counter() - self.started, kind, seconds))
 
     def error(self, kind: str, route: str, what: object) -> None:
@@ -465,13 +469,10 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
         await run_session.close()
     report["rss_mb"]["end"] = resident_mb(pid)["VmRSS"]
     report["machine_load_after"] = machine_load()
-    report["moves"] = {route: summary(v) for route, v in figures.moves.items()}
-    report["moves"]["all"] = summary([x for v in figures.moves.values() for x in v])
-    report["loads"] = {route: summary(v) for route, v in figures.loads.items()}
-    report["loads"]["all"] = summary([x for v in figures.loads.values() for x in v])
+    for kinds in KINDS.values():
+        by_page = getattr(figures, kinds)
+        report[kinds] = {route: summary(v) for route, v in by_page.items()} | {"all": summary([x for v in by_page.values() for x in v])}
     report["gets"] = summary([x for v in figures.gets.values() for x in v])
-    report["readies"] = {route: summary(v) for route, v in figures.readies.items()}
-    report["readies"]["all"] = summary([x for v in figures.readies.values() for x in v])
     report["errors"] = {"count": len(figures.errors), "by_kind": {}, "by_page": {}, "by_what": {}}
     for kind, route, what in figures.errors:
         for table, key in (("by_kind", kind), ("by_page", route), ("by_what", f"{kind}: {what}")):
