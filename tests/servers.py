@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -49,11 +50,27 @@ NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.pat
 """nginx, for the tests of deploy/ (installed by `make test`), or None."""
 
 
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""Where Linux says which ports it hands out to bind(0) and to outgoing connections."""
+LOWEST_TEST_PORT = 10000
+
+
 def free_port() -> int:
-    """A localhost port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return sock.getsockname()[1]
+    """A localhost port nothing listens on now, below the system's ephemeral range.
+
+    A port that bind(0) returned is one the system may hand out again at once: a test's Dask scheduler,
+    nanny or worker (all of them listen on port 0) took one between the test choosing it and its server
+    binding it, and the server's health check was answered by Dask's protocol.
+    """
+    first_ephemeral = int(EPHEMERAL_PORTS.read_text().split()[0]) if EPHEMERAL_PORTS.exists() else 32768
+    for port in random.sample(range(LOWEST_TEST_PORT, first_ephemeral), 100):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("localhost", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"No free localhost port between {LOWEST_TEST_PORT} and {first_ephemeral}.")
 
 
 def loopback_config(tmp_path, proxy_port: int, app_ports: tuple[int, int]) -> str:
