@@ -66,10 +66,15 @@ def test_a_worker_starts_without_dask_s_malloc_trim_threshold():
     assert own(job.snapshots()) == [None]
 
 
+def scheduler_monitor_length(dask_scheduler) -> int:
+    """Run on the scheduler: how many samples of each quantity its system monitor keeps."""
+    return dask_scheduler.monitor.maxlen
+
+
 def test_the_local_scheduler_keeps_a_minute_of_system_monitor_history():
     # It lives in the web process, with no dashboard to draw it; Dask's default hour grew the server for an hour.
-    current().client  # started on first use
-    assert current()._cluster.scheduler.monitor.maxlen == cluster_module.MONITOR_SAMPLES
+    kept = current().client.run_on_scheduler(scheduler_monitor_length)
+    assert kept == cluster_module.MONITOR_SAMPLES
 
 
 def test_a_job_streams_every_snapshot_in_order_and_ends():
