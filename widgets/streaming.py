@@ -2,8 +2,8 @@
 
 An engine's long computation is a generator of frozen snapshots. `StreamingRun` walks
 it off the UI thread and hands the latest snapshot to the page at most every `period`
-seconds (0.1 s, so partial results arrive well within 250 ms) through the Bokeh
-document's next-tick callback, the thread-safe way into a session. Starting again
+seconds (0.1 s, so partial results arrive well within 250 ms) through the session's event
+loop and the Bokeh document's next-tick callback (`deliver`). Starting again
 cancels the run under way, so a newer slider value always wins over stale work, and
 snapshots of a cancelled run are dropped even if already queued.
 
@@ -181,15 +181,33 @@ def deliver(doc, callback: Callable[[], None]) -> bool:
     """Run `callback` on the thread of `doc`'s session (a session_document), from any thread; at once when `doc` is None.
 
     False when the tab has closed: then nothing of it is left to update.
+
+    The callback is handed to the session's event loop (Tornado's `add_callback`, the one call
+    that is safe from any thread), which then adds it as the document's next-tick callback.
+    Adding it from this thread directly can lose it: Bokeh announces a new next-tick callback
+    as a document event, and while the event loop holds the document (a slider step's update)
+    that event goes into the held list, which `unhold` copies and empties without a lock. One
+    added between the copy and the emptying never runs (1 to 44 in 20,000 while the loop held
+    and released the document in a tight loop, tests/app/test_delivery.py), so a run's last
+    snapshot could miss its page.
     """
     if doc is None:
         callback()
         return True
+    session = doc.session_context
+    application = session.server_context.application_context if session is not None else None
+    if session is None or session.destroyed or application is None or application.io_loop is None:
+        return False
+    application.io_loop.add_callback(_add_next_tick, doc, callback)
+    return True
+
+
+def _add_next_tick(doc, callback: Callable[[], None]) -> None:
+    """On the session's event loop: run `callback` as the document's next-tick callback (nothing if the tab has closed)."""
     try:
         doc.add_next_tick_callback(partial(in_document, doc, callback))
     except (RuntimeError, AttributeError):  # the tab has closed: Bokeh refuses, or has torn down, the document's callbacks
-        return False
-    return True
+        LOG.debug("An update for a closed session was dropped")
 
 
 def in_document(doc, callback: Callable[[], None]) -> None:
