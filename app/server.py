@@ -336,6 +336,14 @@ TRIM_SECONDS = 5.0
 TRIM_THREAD = "feedback-lab-trim"
 
 
+def glibc_malloc_trim():
+    """glibc's `malloc_trim`, which hands the heap's free pages back to the system; None where libc is not glibc."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # macOS, musl: nothing to trim this way
+        return None
+
+
 def trim_freed_memory(every: float = TRIM_SECONDS) -> bool:
     """Every `every` seconds, return the heap's free pages to the system; False where libc is not glibc.
 
@@ -347,9 +355,8 @@ def trim_freed_memory(every: float = TRIM_SECONDS) -> bool:
     against 0.360 and 0.355 s; every 1 s cost 5%), where a fixed 64 KiB mmap threshold instead
     made each REINFORCE step 47% slower. Started once per process, on a daemon thread.
     """
-    try:
-        malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # macOS, musl: nothing to trim this way
+    malloc_trim = glibc_malloc_trim()
+    if malloc_trim is None:
         return False
     if any(t.name == TRIM_THREAD for t in threading.enumerate()):
         return True

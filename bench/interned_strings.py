@@ -18,7 +18,6 @@ alive doubles it once on enough churn and then reuses it: a step, not a per-visi
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import os
 import sys
@@ -46,15 +45,11 @@ def main(argv: list[str] | None = None) -> None:
 
     import app.cluster  # noqa: F401
     import app.model_jobs  # noqa: F401
-    import app.server  # noqa: F401
     from app.pages import available_pages
+    from app.server import glibc_malloc_trim
 
-    for page in available_pages():
-        page.module  # noqa: B018 (imported)
-    try:
-        malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        malloc_trim = None
+    available_pages()  # imports every page module
+    malloc_trim = glibc_malloc_trim()
     readings = [(0, returned_mb(malloc_trim))]
     for done in range(args.every, args.strings + 1, args.every):
         for i in range(done - args.every, done):
