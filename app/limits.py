@@ -22,6 +22,7 @@ import math
 import os
 import re
 import threading
+import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,10 @@ from engines.lm.settings import EMBEDDED
 from engines.settings import field_docs, require
 
 ENV_PREFIX = "FEEDBACK_LAB_"
+
+
+MAY_BE_ZERO = {"ready_pages"}
+"""The whole-number limits that 0 switches off; the others are at least 1."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,16 @@ class ServerLimits:
     """Largest websocket message the server accepts, in bytes (>= 65536)."""
     collect_seconds: float = 120.0
     """Seconds between the server's full garbage collections: a closed page's memory is freed within them (> 0)."""
+    ready_pages: int = 5
+    """Sessions of each analytic page kept built before they are asked for, for a lesson's opening (>= 0; 0: none)."""
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.type == "int":
-                require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, f"{option(field.name)} must be a whole number >= 1, got {value!r}.")
+                least = 0 if field.name in MAY_BE_ZERO else 1
+                require(isinstance(value, int) and not isinstance(value, bool) and value >= least,
+                        f"{option(field.name)} must be a whole number >= {least}, got {value!r}.")
             else:
                 require(isinstance(value, (int, float)) and 0 < value < float("inf"), f"{option(field.name)} must be a positive number of seconds, got {value!r}.")
         require(self.websocket_max_bytes >= 65536, f"--websocket-max-bytes must be at least 65536, got {self.websocket_max_bytes}.")
@@ -134,6 +143,7 @@ class _Visit:
 
     def __init__(self, context):
         self.context, self.connected = context, False
+        self.entered = time.monotonic()
 
     def note_connection(self) -> None:
         """Record a websocket seen up: a tab that closes before its page says it is drawn is gone all the same."""
@@ -146,7 +156,9 @@ class _Visit:
         session = getattr(self.context, "session", None)
         if session is None:
             return True  # being built (or no server: counted until it leaves)
-        return session.connection_count > 0 or not self.connected and session.milliseconds_since_last_unsubscribe < grace_ms
+        # Timed from the admission, not from the session's creation: a session built ahead (app/ready_pages.py) was
+        # created before its visitor came.
+        return session.connection_count > 0 or not self.connected and 1000 * (time.monotonic() - self.entered) < grace_ms
 
 
 class SessionCount:
@@ -154,7 +166,7 @@ class SessionCount:
 
     A session is open from the build of its page until its tab closes: while a tab holds its
     websocket, and before the first one (the page sent, its websocket not yet connected) for the
-    unused-session lifetime. A closed tab frees its place at once, not when the server drops its
+    unused-session lifetime from its admission. A closed tab frees its place at once, not when the server drops its
     session, up to twice that lifetime later: a class changing pages would otherwise fill the
     server with tabs already closed.
     """

@@ -40,10 +40,11 @@ import tornado.web
 from bokeh.settings import settings as bokeh_settings
 from panel.io import document as panel_document
 from panel.io.document import create_doc_if_none_exists
+from panel.io.application import build_applications
 from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
-from app import limits
+from app import limits, ready_pages
 from app.pages import PageInfo, available_pages
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG
@@ -234,19 +235,32 @@ def too_long_value() -> bool:
     return True
 
 
-def admitted(build: Callable[[], pn.viewable.Viewable]) -> Callable[[], pn.viewable.Viewable]:
-    """`build` for a new session while the server has room for one more, else the one-sentence page."""
-
-    def session():
-        if too_long_value():
-            return pn.pane.Markdown(TOO_LONG.format(n=MAX_QUERY_VALUE_CHARS, path=pn.state.location.pathname), css_classes=["fl-refused"])
-        server_limits = limits.current()
-        context = pn.state.curdoc.session_context if pn.state.curdoc else None
-        ticket = limits.SESSIONS.enter(server_limits.max_sessions, context, server_limits.unused_session_seconds)
-        if ticket is None:
-            return pn.pane.Markdown(FULL.format(n=server_limits.max_sessions), css_classes=["fl-full"])
+def admit() -> object | None:
+    """Count this session among the open ones until its tab closes (`limits.SESSIONS`): its ticket, or None when full."""
+    server_limits = limits.current()
+    context = pn.state.curdoc.session_context if pn.state.curdoc else None
+    ticket = limits.SESSIONS.enter(server_limits.max_sessions, context, server_limits.unused_session_seconds)
+    if ticket is not None:
         pn.state.on_session_destroyed(lambda _context: limits.SESSIONS.leave(ticket))
         pn.state.onload(lambda: limits.SESSIONS.connected(ticket))
+    return ticket
+
+
+def admitted(build: Callable[[], pn.viewable.Viewable]) -> Callable[[], pn.viewable.Viewable]:
+    """`build` for a new session while the server has room for one more, else the one-sentence page.
+
+    A session built ahead (app.ready_pages) has no visitor yet: it is admitted when one takes it.
+    """
+
+    def session():
+        context = pn.state.curdoc.session_context if pn.state.curdoc else None
+        if ready_pages.READY is not None and context is not None and ready_pages.READY.building_ahead(context.id):
+            return build()
+        if too_long_value():
+            return pn.pane.Markdown(TOO_LONG.format(n=MAX_QUERY_VALUE_CHARS, path=pn.state.location.pathname), css_classes=["fl-refused"])
+        ticket = admit()
+        if ticket is None:
+            return pn.pane.Markdown(FULL.format(n=limits.current().max_sessions), css_classes=["fl-full"])
         try:
             return build()
         except BaseException:
@@ -512,7 +526,7 @@ def serve(
     table = routes()  # imports every page module first, so the freeze below leaves them out of later collections
     collect_on_a_timer(server_limits.collect_seconds)
     return pn.serve(
-        table,
+        applications(table, server_limits),
         port=port,
         address=address,
         websocket_origin=origins,
@@ -527,6 +541,21 @@ def serve(
         websocket_max_message_size=server_limits.websocket_max_bytes,
         http_server_kwargs={"max_header_size": MAX_REQUEST_HEADER_BYTES},
     )
+
+
+def applications(table: dict[str, Callable[[], pn.viewable.Viewable]], server_limits: limits.ServerLimits) -> dict:
+    """Panel's applications of the routes; those of pages built ahead (app.ready_pages) keep `ready_pages` sessions ready."""
+    apps = build_applications(table, title=titles())
+    ready = [path for path in (f"/{info.route}" for info in available_pages() if info.ready_ahead) if path in apps]
+    if server_limits.ready_pages == 0 or not ready:
+        ready_pages.READY = None
+        return apps
+    ready_pages.READY = ready_pages.ReadyPages(server_limits.ready_pages, admit=lambda: admit() is not None,
+                                               unused_session_seconds=server_limits.unused_session_seconds)
+    for path in ready:
+        apps[path].add(ready_pages.READY.hook(path))
+    ready_pages.use_ready_handler()
+    return apps
 
 
 def panel_serve_view() -> PageTemplate:

@@ -10,7 +10,8 @@ up (imports, caches, first allocations: on the bandit and toy-target pages memor
 through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory (VmRSS), `--cycles`
 more cycles with the resident memory read again after every `--every` of them, each reading taken
 once the closed sessions have been dropped, collected (app.server.collect_on_a_timer) and their
-freed memory handed back (app.server.trim_freed_memory). Two readings alone cannot tell a leak from the allocator's noise,
+freed memory handed back (app.server.trim_freed_memory), and once the server has been nearly idle
+for two seconds (the sessions it builds ahead, app/ready_pages.py, all built again). Two readings alone cannot tell a leak from the allocator's noise,
 so the growth per cycle is the least-squares slope of the readings against the cycle, with its
 standard error: a leak is a slope several standard errors above zero.
 A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
@@ -31,7 +32,7 @@ import numpy as np
 
 from app.pages import available_pages
 from app.server import TRIM_SECONDS
-from bench.load_test import PageSession, resident_mb, server_log_problems
+from bench.load_test import PageSession, cpu_seconds, resident_mb, server_log_problems
 from tests.servers import Server, start_server, stop_server
 
 COLLECT_SECONDS = 2.0
@@ -76,9 +77,27 @@ def slope(cycles: list[int], mb: list[float]) -> tuple[float, float]:
     return float(b), float(se)
 
 
+SETTLED_SHARE = 0.2
+"""A reading waits until the server's process has used less than this share of a core over SETTLED_WINDOW seconds:
+its pages built ahead (app/ready_pages.py) are all built again, so each reading holds the same number of them."""
+SETTLED_WINDOW = 2.0
+
+
+async def settled(server: Server, longest: float = 60.0) -> None:
+    """Wait until the server has been nearly idle for a window (at most `longest` seconds)."""
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        before = cpu_seconds(server.process.pid)
+        await asyncio.sleep(SETTLED_WINDOW)
+        if cpu_seconds(server.process.pid) - before < SETTLED_SHARE * SETTLED_WINDOW:
+            return
+
+
 async def dropped_memory(server: Server) -> float:
-    """The server's resident memory in MB once the sessions closed so far have been dropped, collected and their memory returned."""
+    """The server's resident memory in MB once the sessions closed so far have been dropped, collected and their memory
+    returned, and the pages built ahead built again."""
     await asyncio.sleep(DROPPED_AFTER)
+    await settled(server)
     return resident_mb(server.process.pid)["VmRSS"]
 
 

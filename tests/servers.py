@@ -124,9 +124,14 @@ async def _read_message(ws) -> list[str]:
     return [await ws.read_message() for _ in range(3)]
 
 
-async def open_session_document(base: str, route: str, query: str) -> str:
+def page_token(base: str, route: str, query: str) -> str:
+    """GET the page as a browser does: the session token its HTML embeds (the session's id is inside it)."""
     status_html = urllib.request.urlopen(f"{base}/{route}{query}", timeout=30).read().decode()
-    token = re.search(r'"token":"([^"]+)"', status_html).group(1)
+    return re.search(r'"token":"([^"]+)"', status_html).group(1)
+
+
+async def pull_document(base: str, route: str, token: str) -> str:
+    """The session's document over its websocket, as the page's script asks for it: the PULL-DOC reply's content."""
     ws_url = base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws")
     ws = await websocket_connect(ws_url, subprotocols=["bokeh", token])
     try:
@@ -139,6 +144,27 @@ async def open_session_document(base: str, route: str, query: str) -> str:
         return content
     finally:
         ws.close()
+
+
+async def open_session_document(base: str, route: str, query: str) -> str:
+    return await pull_document(base, route, page_token(base, route, query))
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Poll `condition` until it holds; fail with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def answers(url: str) -> bool:
+    """Whether `url` answers 200 within 2 s."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 def wait_for_health(server: Server, timeout: float = 90.0) -> None:

@@ -5,7 +5,9 @@ A page is a module `app/pages/NAME.py` with
     SUMMARY  one sentence for the index,
     a `pn.viewable.Viewer` subclass: typed, bounded `param` fields are its controls,
              and an optional `close()` stops its work when the browser tab closes,
-    page()   a factory returning a fresh instance, one per browser session.
+    page()   a factory returning a fresh instance, one per browser session,
+and, if its first view is a function of its controls alone (no run files, no job), may say
+    READY_AHEAD = True   its sessions may be built before they are asked for (app/ready_pages.py).
 NAME is listed in PAGE_ORDER; its route is /NAME with "_" written "-". A page whose
 module is absent simply has no route, link or index entry.
 """
@@ -54,6 +56,11 @@ class PageInfo:
     @property
     def summary(self) -> str:
         return self.module.SUMMARY
+
+    @property
+    def ready_ahead(self) -> bool:
+        """Whether its sessions may be built before a visitor asks (READY_AHEAD in the module)."""
+        return getattr(self.module, "READY_AHEAD", False)
 
     @property
     def sections(self) -> str:

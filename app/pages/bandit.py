@@ -72,6 +72,7 @@ from widgets.url_state import sync_url
 
 TITLE = "Bandit: REINFORCE and baselines"
 SUMMARY = "Four replies, noisy ratings: the REINFORCE estimate is right on average, a baseline takes away most of its noise."
+READY_AHEAD = True
 
 K = len(MEANS)
 """Number of arms (replies), as in the seed."""

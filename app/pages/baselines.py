@@ -26,6 +26,7 @@ from widgets.url_state import sync_url
 
 TITLE = "Baselines and variance"
 SUMMARY = "Two actions, both rewarded: a baseline b slides the noise of REINFORCE, never its mean."
+READY_AHEAD = True
 
 R1, R2 = 11.0, 10.0
 """The seed's rewards of action 1 and action 2."""

@@ -29,6 +29,7 @@ from widgets.url_state import sync_url
 
 TITLE = "Preferences and the accuracy ceiling"
 SUMMARY = "A noisy rater labels pairs by Bradley-Terry; even the true quality cannot predict every label."
+READY_AHEAD = True
 
 SEED_GAPS = np.array([0.0, 1.0, 2.0])
 """The check-yourself set of section 7: three pairs with quality gaps 0, 1 and 2."""

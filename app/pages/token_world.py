@@ -82,6 +82,7 @@ from widgets.url_state import sync_url
 
 TITLE = "Token world and GAE"
 SUMMARY = "A six-token world where every value is exact: TD errors, GAE and the bias-variance trade-off of lambda."
+READY_AHEAD = True
 
 MAX_T = 12
 """Longest reply on the page: exact enumeration of all 2^12 = 4096 replies answers a slider in well under 0.1 s."""

@@ -75,6 +75,7 @@ from widgets.url_state import sync_url
 
 TITLE = "The toy target task"
 SUMMARY = "REINFORCE on a task small enough to enumerate: estimates against the exact gradient, and what a baseline buys."
+READY_AHEAD = True
 
 T, V = LAB_T, LAB_V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""

@@ -23,7 +23,7 @@ import yaml
 from app.cluster import JOB_PREFIX, Cluster
 from app.runs import read_run
 from bench.load_test import PageSession
-from tests.servers import NGINX, ROOT, free_port, loopback_config, start_server, stop_server
+from tests.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
@@ -38,13 +38,6 @@ def command(service: str, scheduler: str) -> list[str]:
     """A service's command from the compose file, with the scheduler's loopback address and `python -m` for `dask`."""
     words = [w.replace("tcp://scheduler:8786", scheduler) for w in shlex.split(SERVICES[service]["command"])]
     return [sys.executable, "-m", *words] if words[0] == "dask" else words
-
-
-def wait_for(condition, timeout=120.0, what="the condition"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +60,7 @@ def topology(tmp_path_factory):
     spawn(scheduler_words, "scheduler")
     spawn(command("cpu-worker", scheduler), "worker")
     cluster = Cluster(scheduler)
-    wait_for(lambda: _connected(cluster) and cluster.devices() == ["cpu"], what="the worker to join the scheduler")
+    wait_until(lambda: _connected(cluster) and cluster.devices() == ["cpu"], 120, "the worker to join the scheduler")
     proxy_port = free_port()
     webs = []
     for service in ("web-1", "web-2"):
@@ -79,7 +72,7 @@ def topology(tmp_path_factory):
     ports = tuple(int(w.url.rsplit(":", 1)[1]) for w in webs)
     (tmp / "nginx.conf").write_text(loopback_config(tmp, proxy_port, ports))
     nginx = spawn([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf")], "nginx")
-    wait_for(lambda: _answers(f"http://localhost:{proxy_port}/healthz"), what="nginx")
+    wait_until(lambda: answers(f"http://localhost:{proxy_port}/healthz"), 120, "nginx")
     yield type("Topology", (), {"scheduler": scheduler, "cluster": cluster, "webs": webs, "runs": runs, "tmp": tmp,
                                 "proxy": f"http://localhost:{proxy_port}", "env": env})
     cluster.close()
@@ -103,16 +96,6 @@ def _connected(cluster: Cluster) -> bool:
         cluster.start()
         return True
     except RuntimeError:
-        return False
-
-
-def _answers(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except OSError:
         return False
 
 
@@ -186,7 +169,7 @@ def test_a_web_process_killed_during_its_run_stops_the_run_and_keeps_its_steps(t
 
     asyncio.run(asyncio.wait_for(learner(), 300))
     # The scheduler lets go of the dead client's job; its worker stops it after the step in flight.
-    wait_for(lambda: topology.cluster.overview() == [], timeout=60, what="the CPU to be free")
+    wait_until(lambda: topology.cluster.overview() == [], 60, "the CPU to be free")
     written = read_run(new_run()).metrics
     time.sleep(3)
     run = read_run(new_run())
@@ -194,4 +177,4 @@ def test_a_web_process_killed_during_its_run_stops_the_run_and_keeps_its_steps(t
     assert [m["step"] for m in run.metrics] == list(range(1, len(run.metrics) + 1))  # every step it wrote, whole
     assert topology.cluster.device_for("auto") == "cpu"  # and the CPU's worker takes the next job
     # Nor is anything of it left on the scheduler: the worker gave back the dead reader's hold on the job's queue.
-    wait_for(lambda: topology.cluster.client.run_on_scheduler(job_queues) == [], timeout=10, what="the job's queue to go")
+    wait_until(lambda: topology.cluster.client.run_on_scheduler(job_queues) == [], 10, "the job's queue to go")

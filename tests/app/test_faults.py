@@ -23,15 +23,8 @@ from app import limits, server
 from app.limits import ServerLimits
 from app.pages import PageInfo
 from tests.servers import open_session_document
-from tests.servers import free_port
+from tests.servers import answers, free_port, wait_until
 from widgets.streaming import FAILED, THREAD_NAME, TIME_LIMIT, StreamingRun
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 def endless(stop_after: int | None = None):
@@ -218,7 +211,7 @@ def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
     monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args))
     try:
         url = f"http://localhost:{port}"
-        wait_until(lambda: _answers(url), 60, "the in-process server did not start")
+        wait_until(lambda: answers(url + "/healthz"), 60, "the in-process server to start")
         LongJobPage.started.clear()
         document = asyncio.run(open_session_document(url, "long-job", ""))
         assert "A long job runs." in document and len(LongJobPage.started) == 1
@@ -229,16 +222,6 @@ def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
         assert errors == []  # the late snapshots of a destroyed session are dropped without an error
     finally:
         running.stop()
-
-
-def _answers(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url + "/healthz", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def test_an_exception_in_a_sessions_callback_is_logged_with_its_traceback_and_told_in_one_sentence(caplog):

@@ -33,13 +33,20 @@ def test_an_option_wins_over_the_environment_which_wins_over_the_default():
 @pytest.mark.parametrize(
     "environ",
     [{"FEEDBACK_LAB_MAX_SESSIONS": "0"}, {"FEEDBACK_LAB_MAX_SESSIONS": "many"}, {"FEEDBACK_LAB_COMPUTE_SECONDS": "nan"},
-     {"FEEDBACK_LAB_COMPUTE_SECONDS": "inf"}, {"FEEDBACK_LAB_UNUSED_SESSION_SECONDS": "-1"}, {"FEEDBACK_LAB_WEBSOCKET_MAX_BYTES": "10"}],
+     {"FEEDBACK_LAB_COMPUTE_SECONDS": "inf"}, {"FEEDBACK_LAB_UNUSED_SESSION_SECONDS": "-1"}, {"FEEDBACK_LAB_WEBSOCKET_MAX_BYTES": "10"},
+     {"FEEDBACK_LAB_READY_PAGES": "-1"}, {"FEEDBACK_LAB_READY_PAGES": "2.5"}],
 )
 def test_a_bad_limit_is_refused_with_one_sentence(environ):
     with pytest.raises(ValueError) as error:
         from_environment(None, environ)
     message = str(error.value)
     assert message.endswith(".") and message.count(". ") == 0 and "\n" not in message
+
+
+def test_ready_pages_may_be_switched_off_with_zero_where_the_other_counts_need_one():
+    assert from_environment(None, {"FEEDBACK_LAB_READY_PAGES": "0"}).ready_pages == 0
+    with pytest.raises(ValueError, match="--ready-pages must be a whole number >= 0, got -1."):
+        ServerLimits(ready_pages=-1)
 
 
 def test_serve_refuses_a_bad_option_with_status_2(capsys):
@@ -68,7 +75,7 @@ class FakeSession:
     """What SessionCount reads of Bokeh's ServerSession."""
 
     def __init__(self):
-        self.connection_count, self.milliseconds_since_last_unsubscribe = 0, 0.0
+        self.connection_count = 0
 
 
 class FakeContext:
@@ -87,7 +94,7 @@ def test_a_session_is_open_while_built_connected_or_not_yet_connected_and_a_clos
     count.connected(tickets[1])  # its page was drawn (Panel's onload), its tab closed since
     assert count.open() == 2
     contexts[0].session.connection_count = 0  # its tab closed: it had been seen connected
-    contexts[2].session.milliseconds_since_last_unsubscribe = 16_000.0  # never connected, past the grace
+    tickets[2].entered -= 16.0  # admitted 16 s ago and never connected: past the grace
     assert count.open() == 0
     count.leave(tickets[0])
     assert count.open() == 0 and count.enter(1, FakeContext()) is not None
