@@ -74,9 +74,7 @@ class ReadyPages:
 
     def hook(self, path: str) -> LifecycleHandler:
         """A handler for the route's application: when the server has loaded it, the route's sessions start filling."""
-        handler = LifecycleHandler()
-        handler._on_server_loaded = lambda server_context: self._attach(path, server_context.application_context)
-        return handler
+        return _FillWhenLoaded(self, path)
 
     def _attach(self, path: str, context: ApplicationContext) -> None:
         self._contexts[path] = context
@@ -147,6 +145,17 @@ class ReadyPages:
             self._building.discard(session_id)
         session.block_expiration()
         self._ready[path].append(session)
+
+
+class _FillWhenLoaded(LifecycleHandler):
+    """Bokeh's hook of a route's application at server start: hands the route's context to the ready pages."""
+
+    def __init__(self, ready: ReadyPages, path: str):
+        super().__init__()
+        self._ready_pages, self._path = ready, path
+
+    def on_server_loaded(self, server_context) -> None:
+        self._ready_pages._attach(self._path, server_context.application_context)
 
 
 def plain_get(path: str) -> HTTPServerRequest:

@@ -18,7 +18,8 @@ there too; the unused-session lifetime and the websocket bound are `panel serve`
 options (--unused-session-lifetime, --websocket-max-message-size).
 
 Every browser session builds its own page object (no state shared between
-sessions), and a page's `close()` runs when its tab closes.
+sessions), and a page's `close()` runs when its tab closes. `feedback-lab serve` builds a few
+sessions of each analytic page before their visitors come (app/ready_pages.py, `--ready-pages`).
 """
 
 from __future__ import annotations
@@ -510,7 +511,8 @@ def serve(
 
     `server_limits` (default: the environment's) are installed for the pages to read; the
     unused-session lifetime and the websocket message bound go to Bokeh's server. `admin`
-    adds Panel's admin page at /admin. One process serves every session (no `num_procs`:
+    adds Panel's admin page at /admin; `server_limits.ready_pages` sessions of each analytic page are
+    kept built ahead (app/ready_pages.py). One process serves every session (no `num_procs`:
     it has no session affinity); deploy/nginx.conf puts several processes behind a proxy.
     """
     server_limits = server_limits or limits.from_environment()

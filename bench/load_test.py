@@ -1,7 +1,7 @@
 """A classroom on one server: N learners for D seconds while a language-model run trains.
 
     python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--json]
-    python -m bench.load_test --burst 30 [--pages baselines token-world] [--json]
+    python -m bench.load_test --burst 30 [--pages baselines token-world] [--ready-pages M] [--json]
 
 starts `python -m app.cli serve` on a free localhost port with its default limits (run
 folders in a temporary folder, one torch thread), opens /live-run with 2,000 steps and
@@ -16,6 +16,9 @@ resident memory.
 With `--burst N` the test is the opening of a lesson instead: for each page of `--pages`, on a
 fresh server, N learners open the same page within one second (spread evenly) and the times
 from the first request to each page's document received are printed: p50, p95 and the last.
+`--ready-pages M` starts that server with M sessions of each page built ahead and bursts once
+they are built (a server started before the lesson); without it the burst comes as soon as the
+server answers, before any is.
 
 A learner is not a browser (thirty Chromium tabs do not fit two cores): it speaks Bokeh's
 websocket protocol as a browser does (the page's GET, the websocket, PULL-DOC, the
@@ -106,6 +109,22 @@ def resident_mb(pid: int) -> dict[str, float]:
         if key in ("VmRSS", "VmHWM"):
             values[key] = int(rest.split()[0]) / 1024
     return values
+
+
+SETTLED_SHARE = 0.2
+SETTLED_WINDOW = 2.0
+"""A server has settled once its process used less than SETTLED_SHARE of a core over SETTLED_WINDOW seconds: the sessions
+it builds ahead (app/ready_pages.py) are all built."""
+
+
+async def settled(server: Server, longest: float = 60.0) -> None:
+    """Wait until the server has been nearly idle for a window (at most `longest` seconds)."""
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        before = cpu_seconds(server.process.pid)
+        await asyncio.sleep(SETTLED_WINDOW)
+        if cpu_seconds(server.process.pid) - before < SETTLED_SHARE * SETTLED_WINDOW:
+            return
 
 
 def machine_load() -> str:
@@ -505,12 +524,19 @@ async def burst(base: str, route: str, learners: int, timeout: float) -> dict:
     return {"route": route, "learners": learners, "ready": summary(ready), "errors": errors}
 
 
-def run_bursts(routes: list[str], learners: int, timeout: float) -> list[dict]:
-    """One fresh server per page (nothing warm from the page before), its bursts' figures and log problems."""
+def run_bursts(routes: list[str], learners: int, timeout: float, ready_pages: int | None = None) -> list[dict]:
+    """One fresh server per page (nothing warm from the page before), its bursts' figures and log problems.
+
+    With `ready_pages`, the server keeps that many sessions of each page built ahead and the burst waits until it has
+    settled (all of them built), as a lesson's server started a few minutes before its learners come.
+    """
     reports = []
     for route in routes:
-        server = start_server("--max-sessions", str(max(60, 2 * learners)))
+        server = start_server("--max-sessions", str(max(60, 2 * learners)),
+                              *(("--ready-pages", str(ready_pages)) if ready_pages is not None else ()))
         try:
+            if ready_pages is not None:
+                asyncio.run(settled(server, longest=600))
             report = asyncio.run(burst(server.url, route, learners, timeout))
             report["server_log_problems"] = server_log_problems(server.log())
         finally:
@@ -602,12 +628,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--burst", type=int, default=0, metavar="N",
                         help="instead: N learners open each page of --pages within one second; print when each is ready")
     parser.add_argument("--pages", nargs="+", default=["baselines", "token-world"], help="the pages of --burst (default: baselines token-world)")
+    parser.add_argument("--ready-pages", type=int, default=None, metavar="N",
+                        help="with --burst: the server keeps N sessions of each page built ahead, and the burst waits until they are")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
     if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1:
         parser.error("--sessions and --moves must be at least 1, --seconds more than 0 and --burst not negative")
     if args.burst:
-        reports = run_bursts(args.pages, args.burst, args.timeout)
+        reports = run_bursts(args.pages, args.burst, args.timeout, args.ready_pages)
         if args.json:
             print(json.dumps(reports, indent=1))
         else:

@@ -32,7 +32,7 @@ import numpy as np
 
 from app.pages import available_pages
 from app.server import TRIM_SECONDS
-from bench.load_test import PageSession, cpu_seconds, resident_mb, server_log_problems
+from bench.load_test import PageSession, resident_mb, server_log_problems, settled
 from tests.servers import Server, start_server, stop_server
 
 COLLECT_SECONDS = 2.0
@@ -75,22 +75,6 @@ def slope(cycles: list[int], mb: list[float]) -> tuple[float, float]:
     residuals = y - (a + b * x)
     se = np.sqrt(residuals @ residuals / (x.size - 2) / ((x - x.mean()) @ (x - x.mean())))
     return float(b), float(se)
-
-
-SETTLED_SHARE = 0.2
-"""A reading waits until the server's process has used less than this share of a core over SETTLED_WINDOW seconds:
-its pages built ahead (app/ready_pages.py) are all built again, so each reading holds the same number of them."""
-SETTLED_WINDOW = 2.0
-
-
-async def settled(server: Server, longest: float = 60.0) -> None:
-    """Wait until the server has been nearly idle for a window (at most `longest` seconds)."""
-    deadline = time.monotonic() + longest
-    while time.monotonic() < deadline:
-        before = cpu_seconds(server.process.pid)
-        await asyncio.sleep(SETTLED_WINDOW)
-        if cpu_seconds(server.process.pid) - before < SETTLED_SHARE * SETTLED_WINDOW:
-            return
 
 
 async def dropped_memory(server: Server) -> float:
