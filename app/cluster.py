@@ -330,6 +330,8 @@ class Cluster:
         import dask
         from distributed import Client
 
+        from app.scheduler_upkeep import HISTORY_SETTINGS, ForgetFinishedSpans
+
         # allowed-failures 0: a job whose worker died fails at once instead of starting again from
         # scratch (a second run folder). work-stealing off: a job is pinned to its device, so there is
         # nothing to steal, and the stealing extension keeps every stopped job's task, arguments included
@@ -337,8 +339,9 @@ class Cluster:
         # The system monitor's history: a local cluster's scheduler lives in the web process and has no dashboard to draw
         # it, yet kept an hour of samples (7,200 per quantity, about 0.5 kB each), which grew the server through its
         # first hour; a minute is kept instead.
+        # The scheduler's histories and finished spans: app/scheduler_upkeep.py.
         dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.work-stealing": False,
-                         NO_TRIM_THRESHOLD: None, MONITOR_HISTORY: MONITOR_SAMPLES})
+                         NO_TRIM_THRESHOLD: None, MONITOR_HISTORY: MONITOR_SAMPLES, **HISTORY_SETTINGS})
         if self.address:
             try:
                 client = Client(self.address, timeout=CONNECT_SECONDS, set_as_default=False)
@@ -347,6 +350,7 @@ class Cluster:
         else:
             self._cluster = local_cluster(self.slots)
             client = Client(self._cluster, set_as_default=False)
+            client.register_plugin(ForgetFinishedSpans())  # a scheduler given by address may not have this app to run it
         # Registered after Dask's own exit handlers, so it runs before them: the readers stop before the workers do.
         atexit.register(self.close)
         return client

@@ -17,6 +17,7 @@ import pytest
 from app import cluster as cluster_module
 from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
 from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
+from app.scheduler_upkeep import HISTORY, SPAN_GRACE_SECONDS, ForgetFinishedSpans
 from app.runs import read_run
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
@@ -75,6 +76,52 @@ def test_the_local_scheduler_keeps_a_minute_of_system_monitor_history():
     # It lives in the web process, with no dashboard to draw it; Dask's default hour grew the server for an hour.
     kept = current().client.run_on_scheduler(scheduler_monitor_length)
     assert kept == cluster_module.MONITOR_SAMPLES
+
+
+def scheduler_histories(dask_scheduler) -> tuple[int, int, bool]:
+    """Run on the scheduler: its transition log's and its log records' bounds, and whether ForgetFinishedSpans is installed."""
+    return dask_scheduler.transition_log.maxlen, dask_scheduler._deque_handler.deque.maxlen, ForgetFinishedSpans.name in dask_scheduler.plugins
+
+
+def test_the_local_scheduler_keeps_short_histories_and_forgets_finished_spans():
+    # It lives in the web process: Dask's 1,000 transitions and 10,000 log records grew it over thousands of jobs.
+    assert current().client.run_on_scheduler(scheduler_histories) == (HISTORY, HISTORY, True)
+
+
+def last_heartbeat(dask_scheduler) -> float:
+    """Run on the scheduler: when the worker it heard from least recently was last heard from (time.time())."""
+    return min(worker.last_seen for worker in dask_scheduler.workers.values())
+
+
+def forget_twice(running: str, dask_scheduler=None) -> tuple[set, list, set, str]:
+    """Run on the scheduler: the span ids before, those a fresh ForgetFinishedSpans drops looking twice a grace
+    apart, the span ids after, and the span of the task `running`."""
+    spans = dask_scheduler.extensions["spans"]
+    before, plugin, now = set(spans.spans), ForgetFinishedSpans(), time.monotonic()
+    assert plugin.forget(dask_scheduler, now) == []  # the first look starts the grace
+    dropped = plugin.forget(dask_scheduler, now + SPAN_GRACE_SECONDS)
+    return before, dropped, set(spans.spans), dask_scheduler.tasks[running].group.span_id
+
+
+def test_a_finished_jobs_span_is_dropped_after_the_grace_and_a_running_jobs_span_is_kept():
+    cluster = current()
+    finished = cluster.submit("cpu", "finished", counting, 1, 0.0)
+    assert own(finished.snapshots()) == [0]
+    key = finished.key
+    del finished
+    gc.collect()  # the future released: the scheduler forgets the task
+    wait_for(lambda: not cluster.client.run_on_scheduler(lambda dask_scheduler: key in dask_scheduler.tasks))
+    # The grace stands for the worker's heartbeat, which reports the finished task's metrics by span: wait for one.
+    forgotten = cluster.client.run_on_scheduler(lambda dask_scheduler: time.time())
+    wait_for(lambda: cluster.client.run_on_scheduler(last_heartbeat) > forgotten)
+    running = cluster.submit("cpu", "running", counting, 10_000, 0.01)
+    snapshots = running.snapshots()
+    assert next(s for s in snapshots if not isinstance(s, (Queued, Started))) == 0
+    before, dropped, after, kept = cluster.client.run_on_scheduler(forget_twice, running.key)
+    assert dropped and kept in after and after == before - set(dropped)
+    snapshots.close()  # stops the job
+    again = cluster.submit("cpu", "after the spans were dropped", counting, 2, 0.0)
+    assert own(again.snapshots()) == [0, 1]  # a new span is opened for it
 
 
 def test_a_job_streams_every_snapshot_in_order_and_ends():
