@@ -14,7 +14,7 @@ tracemalloc over 150 visits, 2026-12-05):
   the span up then).
 - Its histories (the transition log, the events of each topic, the recent messages of each
   connection, the log records of each Dask node) hold up to 1,000 or 10,000 entries each, which
-  a job adds to a few at a time: they filled over thousands of jobs. `HISTORY_SETTINGS` bound
+  jobs add to a few at a time: they fill over thousands of jobs. `HISTORY_SETTINGS` bound
   them to `HISTORY` entries; the app reads none of them but the events of a job's own client.
 """
 
