@@ -25,6 +25,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,6 +167,31 @@ def answers(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+@contextmanager
+def serving_in_process(monkeypatch, server_limits) -> Iterator[str]:
+    """`app.server.serve` on a free port of this process with `server_limits`, its URL once it answers; stopped after.
+
+    serve() sets process-wide state (the limits, the callback error handler, the sessions built ahead, torch's
+    threads): `monkeypatch` puts it back after.
+    """
+    import panel as pn
+
+    from app import limits, ready_pages, server
+
+    monkeypatch.setattr(limits, "_installed", limits._installed)
+    monkeypatch.setattr(pn.config, "exception_handler", pn.config.exception_handler)
+    monkeypatch.setattr(ready_pages, "READY", ready_pages.READY)
+    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+    port = free_port()
+    running = server.serve(port=port, threaded=True, server_limits=server_limits)
+    try:
+        url = f"http://localhost:{port}"
+        wait_until(lambda: answers(url + "/healthz"), 60, "the in-process server to start")
+        yield url
+    finally:
+        running.stop()
 
 
 def wait_for_health(server: Server, timeout: float = 90.0) -> None:

@@ -17,11 +17,12 @@ import pytest
 from app import cluster as cluster_module
 from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
 from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
-from app.scheduler_upkeep import HISTORY, SPAN_GRACE_SECONDS, ForgetFinishedSpans
 from app.runs import read_run
+from app.scheduler_upkeep import HISTORY, SPAN_GRACE_SECONDS, ForgetFinishedSpans
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
+from tests.servers import wait_until
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker cannot import a test module by name
 
@@ -42,13 +43,6 @@ def pid_then_count(n: int, seconds: float):
     """A job that says which process runs it, then counts."""
     yield os.getpid()
     yield from counting(n, seconds)
-
-
-def wait_for(condition, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def own(snapshots):
@@ -110,10 +104,10 @@ def test_a_finished_jobs_span_is_dropped_after_the_grace_and_a_running_jobs_span
     key = finished.key
     del finished
     gc.collect()  # the future released: the scheduler forgets the task
-    wait_for(lambda: not cluster.client.run_on_scheduler(lambda dask_scheduler: key in dask_scheduler.tasks))
+    wait_until(lambda: not cluster.client.run_on_scheduler(lambda dask_scheduler: key in dask_scheduler.tasks), 60, "the task forgotten")
     # The grace stands for the worker's heartbeat, which reports the finished task's metrics by span: wait for one.
     forgotten = cluster.client.run_on_scheduler(lambda dask_scheduler: time.time())
-    wait_for(lambda: cluster.client.run_on_scheduler(last_heartbeat) > forgotten)
+    wait_until(lambda: cluster.client.run_on_scheduler(last_heartbeat) > forgotten, 60, "a heartbeat")
     running = cluster.submit("cpu", "running", counting, 10_000, 0.01)
     snapshots = running.snapshots()
     assert next(s for s in snapshots if not isinstance(s, (Queued, Started))) == 0
@@ -127,7 +121,7 @@ def test_a_finished_jobs_span_is_dropped_after_the_grace_and_a_running_jobs_span
 def test_a_job_streams_every_snapshot_in_order_and_ends():
     job = current().submit("cpu", "a count", counting, 5, 0.01)
     assert own(job.snapshots()) == [0, 1, 2, 3, 4]
-    wait_for(lambda: current().overview() == [])
+    wait_until(lambda: current().overview() == [], 60, "the device free")
 
 
 def test_a_snapshot_reaches_the_reader_soon_after_it_is_made():
@@ -159,14 +153,14 @@ def test_waiting_jobs_see_their_place_and_a_closed_one_leaves_the_line():
     second, third = cluster.submit("cpu", "second", counting, 2, 0.0), cluster.submit("cpu", "third", counting, 2, 0.0)
     a, b, c = first.snapshots(), second.snapshots(), third.snapshots()
     assert 0 in a  # the first runs
-    wait_for(lambda: next(c) == Queued("cpu", 2))
+    wait_until(lambda: next(c) == Queued("cpu", 2), 60, "place 2")
     assert next(b) == Queued("cpu", 1)
     assert [(q.device, q.running, q.waiting) for q in cluster.overview()] == [("cpu", ("first",), ("second", "third"))]
     b.close()  # the tab of the second closed while it waited
-    wait_for(lambda: next(c) == Queued("cpu", 1))
+    wait_until(lambda: next(c) == Queued("cpu", 1), 60, "place 1")
     a.close()  # the first is stopped: the third runs
     assert own(c) == [0, 1]
-    wait_for(lambda: cluster.overview() == [])
+    wait_until(lambda: cluster.overview() == [], 60, "the device free")
 
 
 def test_pause_holds_the_device_and_stop_acts_within_a_step(tmp_path):
@@ -211,13 +205,13 @@ def test_a_job_stopped_midway_leaves_no_copy_of_its_arguments_in_the_web_process
         snapshots = current().submit("cpu", "a held payload", holding, Payload()).snapshots()
         assert 3_000_000 in snapshots
         snapshots.close()
-        wait_for(lambda: current().overview() == [])
+        wait_until(lambda: current().overview() == [], 60, "the device free")
 
     def held():
         gc.collect()
         return sum(isinstance(o, Payload) for o in gc.get_objects())
 
-    wait_for(lambda: held() == 0, timeout=10)
+    wait_until(lambda: held() == 0, 10, "no copy held")
 
 
 def job_queues(dask_scheduler) -> list[str]:
@@ -230,8 +224,8 @@ def test_a_job_whose_web_process_left_leaves_no_queue_on_the_scheduler():
     snapshots = other.submit("cpu", "an owner that leaves", counting, 1000, 0.05).snapshots()
     assert 3 in snapshots
     other.close()  # its client leaves without closing its reader's queue, as a killed process does
-    wait_for(lambda: current().overview() == [])
-    wait_for(lambda: current().client.run_on_scheduler(job_queues) == [], timeout=10)
+    wait_until(lambda: current().overview() == [], 60, "the device free")
+    wait_until(lambda: current().client.run_on_scheduler(job_queues) == [], 10, "the job's queue to go")
 
 
 def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_run_works(tmp_path):

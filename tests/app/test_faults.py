@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from types import SimpleNamespace
@@ -23,7 +22,7 @@ from app import limits, server
 from app.limits import ServerLimits
 from app.pages import PageInfo
 from tests.servers import open_session_document
-from tests.servers import answers, free_port, wait_until
+from tests.servers import serving_in_process
 from widgets.streaming import FAILED, THREAD_NAME, TIME_LIMIT, StreamingRun
 
 
@@ -201,17 +200,9 @@ def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
     info = PageInfo(name="long_job", route="long-job", module=SimpleNamespace(page=LongJobPage, TITLE="Long job", SUMMARY=""))
     monkeypatch.setattr(server, "routes", lambda: {"/long-job": server.admitted(lambda: server.build_page(info, [info], server.route_link))})
     monkeypatch.setattr(server, "titles", lambda: {"/long-job": "Long job"})
-    # serve() sets process-wide state (the limits, the callback error handler, torch's threads): put it back after
-    monkeypatch.setattr(limits, "_installed", limits._installed)
-    monkeypatch.setattr(pn.config, "exception_handler", pn.config.exception_handler)
-    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
-    port = free_port()
-    running = server.serve(port=port, threaded=True, server_limits=ServerLimits(unused_session_seconds=1))
     errors = []
     monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args))
-    try:
-        url = f"http://localhost:{port}"
-        wait_until(lambda: answers(url + "/healthz"), 60, "the in-process server to start")
+    with serving_in_process(monkeypatch, ServerLimits(unused_session_seconds=1)) as url:
         LongJobPage.started.clear()
         document = asyncio.run(open_session_document(url, "long-job", ""))
         assert "A long job runs." in document and len(LongJobPage.started) == 1
@@ -220,8 +211,6 @@ def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
         worker.join(5.0)
         assert not worker.is_alive(), "the closed tab's job still runs 5 s after its websocket closed"
         assert errors == []  # the late snapshots of a destroyed session are dropped without an error
-    finally:
-        running.stop()
 
 
 def test_an_exception_in_a_sessions_callback_is_logged_with_its_traceback_and_told_in_one_sentence(caplog):

@@ -7,40 +7,26 @@ websocket and the document) and reads which sessions are waiting from the server
 
 import asyncio
 import json
-import os
 from contextlib import contextmanager
 
-import panel as pn
-import pytest
 from bokeh.util.token import get_session_id
 from tornado.websocket import websocket_connect
 
 from app import limits, ready_pages, server
 from app.limits import ServerLimits
 from app.pages import available_pages, baselines
-from tests.servers import _read_message, answers, free_port, page_token, pull_document, wait_until
+from tests.servers import _read_message, page_token, pull_document, serving_in_process, wait_until
 
 READY = [f"/{info.route}" for info in available_pages() if info.ready_ahead]
 
 
 @contextmanager
 def serving(monkeypatch, **given):
-    """`serve()` in this process with `given` limits, two ready sessions of each page, until all are built."""
-    # serve() sets process-wide state (the limits, the callback error handler, torch's threads): put it back after
-    monkeypatch.setattr(limits, "_installed", limits._installed)
-    monkeypatch.setattr(pn.config, "exception_handler", pn.config.exception_handler)
-    monkeypatch.setattr(ready_pages, "READY", ready_pages.READY)
-    monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
-    port = free_port()
-    running = server.serve(port=port, threaded=True, server_limits=ServerLimits(ready_pages=2, **given))
-    try:
-        url = f"http://localhost:{port}"
-        wait_until(lambda: answers(url + "/healthz"), 60, "the in-process server to start")
+    """`serve()` in this process with `given` limits and two ready sessions of each page, once all are built."""
+    with serving_in_process(monkeypatch, ServerLimits(ready_pages=2, **given)) as url:
         wait_until(lambda: all(len(ready_pages.READY.waiting(path)) == 2 for path in READY), 60,
                    "the ready sessions to be built")
         yield url
-    finally:
-        running.stop()
 
 
 def test_the_analytic_pages_are_built_ahead_and_the_pages_with_files_or_jobs_are_not():
