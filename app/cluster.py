@@ -8,9 +8,10 @@ many units of its device as `--max-runs-per-device`, so at most that many jobs u
 across every web process and every learner; the others wait on the worker, first come first
 served (Dask's task priority is the order of submission).
 
-`feedback-lab serve` starts a local cluster (one worker process per device, `LocalCluster`);
-with `--scheduler tcp://HOST:PORT` (or FEEDBACK_LAB_SCHEDULER) it joins an existing one
-instead, started with `dask scheduler` and `dask worker --resources cpu=1` (see the README).
+`feedback-lab serve` starts a local cluster: the scheduler in a process of its own and one
+worker process per device, their nannies in the web process (`local_cluster`); with
+`--scheduler tcp://HOST:PORT` (or FEEDBACK_LAB_SCHEDULER) it joins an existing one instead,
+started with `dask scheduler` and `dask worker --resources cpu=1` (see the README).
 
 A job streams: the task walks an engine generator and puts each snapshot, pickled, on a Dask
 `Queue` named for the job, which the web process reads (2 to 5 ms from put to get, measured
@@ -57,6 +58,8 @@ NO_TRIM_THRESHOLD = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 once. Set at all, it also fixes glibc's mmap threshold at 128 KiB: every tensor above it is mapped and unmapped
 afresh, and a REINFORCE step of the embedded model took 0.71 s instead of 0.42 (`bench/bench_lm.py`, this 2-core
 machine, one torch thread). None: the worker starts without it (the compose file does the same for its workers)."""
+LOOPBACK = "127.0.0.1"
+"""Where a local cluster's scheduler and workers listen: only this machine reaches them."""
 MONITOR_HISTORY = "distributed.admin.system-monitor.log-length"
 MONITOR_SAMPLES = 120
 """Samples of CPU, memory and network a Dask system monitor keeps (one every 0.5 s: a minute; Dask's default is an hour)."""
@@ -154,8 +157,9 @@ def _client_left(worker, client: str) -> bool:
     return any(event.get("action") == "remove-client" for _, event in events)
 
 
-def run_job(make: Callable[..., Iterator], args: tuple, stream: str, pause: str, owner: str) -> bool:
-    """The Dask task of every model job: walk `make(*args)`, put each snapshot (pickled) on the Queue `stream`.
+def run_job(work: bytes, stream: str, pause: str, owner: str) -> bool:
+    """The Dask task of every model job: walk `make(*args)` (`work` is the pair pickled), put each snapshot (pickled)
+    on the Queue `stream`.
 
     Returns True when the generator ran to its end, False when the job was stopped. After each
     snapshot it holds while the Event `pause` is set, and stops once cancelled; closing the
@@ -170,6 +174,7 @@ def run_job(make: Callable[..., Iterator], args: tuple, stream: str, pause: str,
     key = worker.get_current_task()
     out, paused = Queue(stream), Event(pause)
     out.put(pickle.dumps(Started(worker.address)))
+    make, args = pickle.loads(work)
     snapshots = make(*args)
     try:
         for snapshot in snapshots:
@@ -330,15 +335,15 @@ class Cluster:
         import dask
         from distributed import Client
 
-        from app.scheduler_upkeep import HISTORY_SETTINGS, ForgetFinishedSpans
+        from app.scheduler_upkeep import HISTORY_SETTINGS
 
         # allowed-failures 0: a job whose worker died fails at once instead of starting again from
         # scratch (a second run folder). work-stealing off: a job is pinned to its device, so there is
         # nothing to steal, and the stealing extension keeps every stopped job's task, arguments included
         # (a set of pairs, ~3 MB), until a job of the same kind finishes (distributed 2026.8, WorkStealing.unknown_durations).
-        # The system monitor's history: a local cluster's scheduler lives in the web process and has no dashboard to draw
-        # it, yet kept an hour of samples (7,200 per quantity, about 0.5 kB each), which grew the server through its
-        # first hour; a minute is kept instead.
+        # The system monitor's history: a local cluster's scheduler has no dashboard to draw it, yet kept an hour of
+        # samples (7,200 per quantity, about 0.5 kB each), which grew the server through its first hour (when it ran in
+        # the web process); a minute is kept instead.
         # The scheduler's histories and finished spans: app/scheduler_upkeep.py.
         dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.work-stealing": False,
                          NO_TRIM_THRESHOLD: None, MONITOR_HISTORY: MONITOR_SAMPLES, **HISTORY_SETTINGS})
@@ -350,7 +355,6 @@ class Cluster:
         else:
             self._cluster = local_cluster(self.slots)
             client = Client(self._cluster, set_as_default=False)
-            client.register_plugin(ForgetFinishedSpans())  # a scheduler given by address may not have this app to run it
         # Registered after Dask's own exit handlers, so it runs before them: the readers stop before the workers do.
         atexit.register(self.close)
         return client
@@ -376,6 +380,7 @@ class Cluster:
 
     def submit(self, device: str, label: str, make: Callable[..., Iterator], *args) -> Job:
         """Run the generator `make(*args)` as a job on one unit of `device` (make must be importable by the workers)."""
+        import cloudpickle
         from distributed import Event, Queue
 
         key = f"{JOB_PREFIX}{uuid.uuid4().hex[:12]}|{device}|{label}"
@@ -383,7 +388,10 @@ class Cluster:
         stream, pause = Queue(f"{key}|stream", client=client), Event(f"{key}|pause", client=client)
         # fifo_timeout 0: every job its own generation of priorities, so the line is first come, first served
         # (Dask's default lets jobs submitted within 100 ms pass each other).
-        future = client.submit(run_job, make, args, stream.name, pause.name, client.id, key=key, resources={device: 1}, pure=False,
+        # The job's generator and arguments go pickled, as bytes the scheduler passes on unread: it unpickles what a task
+        # is given, and `make`'s module would make it import torch (a scheduler of 60 MB grew to 280 MB).
+        work = cloudpickle.dumps((make, args))
+        future = client.submit(run_job, work, stream.name, pause.name, client.id, key=key, resources={device: 1}, pure=False,
                                fifo_timeout=0)
         self._jobs_at = -1.0  # the line has changed
         return Job(self, future, key, device, stream, pause)
@@ -464,22 +472,24 @@ class Cluster:
 
 
 def local_cluster(slots: int):
-    """One worker process per device: the CPU (`slots` units of resource 'cpu', `slots` threads), each GPU, Apple's mps.
+    """The scheduler in a process of its own (`SchedulerProcess`), and one worker process per device: the CPU
+    (`slots` units of resource 'cpu', `slots` threads), each GPU, Apple's mps.
 
     Worker processes, not threads, so a job never holds the web process's interpreter lock;
-    the workers inherit OMP_NUM_THREADS (set by `serve` to half the cores) for torch.
+    the workers inherit OMP_NUM_THREADS (set by `serve` to half the cores) for torch. Their
+    nannies stay in the web process: a worker whose nanny's process is gone exits by itself.
     """
-    from distributed import LocalCluster
+    from distributed import Nanny, SpecCluster
 
-    cluster = LocalCluster(n_workers=1, threads_per_worker=slots, processes=True, resources={"cpu": slots},
-                           dashboard_address=None, silence_logs=logging.WARNING)
+    from app.scheduler_upkeep import SchedulerProcess
+
+    options = {"host": LOOPBACK, "nthreads": slots, "resources": {"cpu": slots}, "dashboard": False, "dashboard_address": None,
+               "silence_logs": logging.WARNING}
+    workers = {"cpu": {"cls": Nanny, "options": options}}
     for name, device, env in local_accelerators():
-        (_, spec), = cluster.new_worker_spec().items()
-        cluster.worker_spec[name] = spec | {"options": spec["options"] | {"resources": {device: slots}, "env": env}}
-    if len(cluster.worker_spec) > 1:
-        cluster.sync(cluster._correct_state)  # SpecCluster's own way to start the workers just added to its spec
-        cluster.wait_for_workers(len(cluster.worker_spec))
-    return cluster
+        workers[name] = {"cls": Nanny, "options": options | {"resources": {device: slots}, "env": env}}
+    return SpecCluster(workers=workers, scheduler={"cls": SchedulerProcess, "options": {"host": LOOPBACK}}, silence_logs=logging.WARNING,
+                       name="feedback-lab")
 
 
 def local_accelerators() -> list[tuple[str, str, dict]]:

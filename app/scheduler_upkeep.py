@@ -1,10 +1,11 @@
-"""What the local cluster's scheduler keeps of finished jobs: bounded, since it lives in the web process.
+"""The scheduler's upkeep: what it keeps of finished jobs is bounded, and a local cluster's scheduler runs in a process of its own that exits with its web process.
 
-A local cluster's Dask scheduler runs inside the web process, which serves a class for weeks and
-submits a job whenever a learner trains a reward model or starts a run. Two of the scheduler's
-records of past work grew with every job, and with them the web process's memory
+A preload module: the local cluster starts its scheduler with it (`SchedulerProcess`, app/cluster.py), and a
+department's scheduler takes it with `dask scheduler --preload app.scheduler_upkeep`. A scheduler
+serves a class for weeks, and a job is submitted whenever a learner trains a reward model or starts
+a run. Two of the scheduler's records of past work grew with every job
 (`python -m bench.soak --pages reward-model`, whose every visit trains a reward model for a moment;
-tracemalloc over 150 visits, 2026-12-05):
+tracemalloc over 150 visits of a server whose scheduler then ran in the web process, 2026-12-05):
 
 - Dask's spans extension keeps every span it made, and with it every TaskGroup of the span, for
   the scheduler's whole life (dask/distributed#7977, open): a job submitted after a quiet moment
@@ -16,19 +17,56 @@ tracemalloc over 150 visits, 2026-12-05):
   connection, the log records of each Dask node) hold up to 1,000 or 10,000 entries each, which
   jobs add to a few at a time: they fill over thousands of jobs. `HISTORY_SETTINGS` bound
   them to `HISTORY` entries; the app reads none of them but the events of a job's own client.
+  They are configuration, read when the scheduler starts: the local cluster passes them on; a
+  department's scheduler takes them from its environment (README, deploy/compose.yaml).
+
+With `--exit-with-parent` (the local cluster's), the scheduler closes once the process that started it
+is gone: a web process killed with kill -9 leaves no scheduler behind, and its worker processes, whose
+nanny lived in the web process, exit by themselves.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import sys
 import time
 
+import click
+from distributed.deploy.subprocess import SubprocessScheduler
 from distributed.diagnostics.plugin import SchedulerPlugin
+from tornado.ioloop import PeriodicCallback
+
+from app.freed_memory import trim_freed_memory
 
 HISTORY = 100
 """Entries each of the scheduler's histories keeps (Dask's defaults: 1,000 and 10,000)."""
 HISTORY_SETTINGS = {"distributed.admin.low-level-log-length": HISTORY, "distributed.admin.log-length": HISTORY}
 SPAN_GRACE_SECONDS = 120.0
 """Seconds a finished span is kept after its last task group was forgotten."""
+START_SECONDS = 60
+"""Longest wait for a local cluster's scheduler process to listen."""
+PARENT_CHECK_MS = 1000
+"""Milliseconds between a local scheduler's looks at whether its web process is still there."""
+
+
+@click.command()
+@click.option("--exit-with-parent", is_flag=True, help="close the scheduler once the process that started it has gone")
+def dask_setup(scheduler, exit_with_parent: bool) -> None:
+    """The preload's entry point (Dask calls it as the scheduler starts): install ForgetFinishedSpans, return freed
+    memory to the system every few seconds as the web process does, and watch the parent."""
+    scheduler.add_plugin(ForgetFinishedSpans())
+    trim_freed_memory()
+    if exit_with_parent:
+        parent = os.getppid()
+
+        def close_if_orphaned() -> None:
+            if os.getppid() != parent and scheduler.status.name == "running":  # adopted by init: the web process died
+                asyncio.ensure_future(scheduler.close(reason="its web process exited"))
+
+        # Started by the scheduler with its own periodic callbacks, right after the preloads.
+        scheduler.periodic_callbacks["feedback-lab-exit-with-parent"] = PeriodicCallback(close_if_orphaned, PARENT_CHECK_MS)
 
 
 class ForgetFinishedSpans(SchedulerPlugin):
@@ -63,6 +101,43 @@ class ForgetFinishedSpans(SchedulerPlugin):
                 del self._finished_since[span.id]
                 dropped.append(span.id)
         return dropped
+
+
+class SchedulerProcess(SubprocessScheduler):
+    """A local cluster's Dask scheduler, in a process of its own (`python -m dask spec`), given this process's Dask
+    configuration, with this module preloaded and `--exit-with-parent`.
+
+    Its own process, not the web process's event loop: a scheduler records every job (task groups, spans,
+    transitions, messages), and in the web process those records and the churn of their allocations grew
+    the server's resident memory in steps that never came back down (+20 +- 4 kB per reward-model visit over
+    400, `python -m bench.soak --pages reward-model`; README), besides taking its interpreter lock for
+    every message. Distributed's own SubprocessScheduler passes no configuration and reads the scheduler's
+    log only on failure, from a pipe a busy scheduler would fill: the start is done here instead.
+    """
+
+    def __init__(self, host: str):
+        super().__init__({"host": host, "port": 0, "dashboard": False, "preload": [__name__],
+                          "preload_argv": ["--exit-with-parent"]}, timeout=START_SECONDS)
+
+    async def _start(self) -> None:
+        import dask
+
+        settings = dask.config.merge(dask.config.global_config, {"logging": {"distributed": "warning"}})
+        spec = json.dumps({"cls": "distributed.Scheduler", "opts": self.scheduler_kwargs})
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "dask", "spec", "--spec", spec,
+            env={**os.environ, "DASK_INTERNAL_INHERIT_CONFIG": dask.config.serialize(settings)})
+        identity = self.scheduler_kwargs["scheduler_file"]  # written by the scheduler once it listens
+        deadline = time.monotonic() + self.timeout
+        while self.process.returncode is None and time.monotonic() < deadline:
+            try:
+                with open(identity) as file:
+                    self.address = json.load(file)["address"]
+                return
+            except (OSError, ValueError):  # not written yet, or half written
+                await asyncio.sleep(0.1)
+        raise RuntimeError(f"The cluster's scheduler did not start within {self.timeout} s "
+                           f"(exit status {self.process.returncode}); its log is above.")
 
 
 def _remove(index: dict, key, span) -> None:

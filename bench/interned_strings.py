@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     import app.cluster  # noqa: F401
     import app.model_jobs  # noqa: F401
     from app.pages import available_pages
-    from app.server import glibc_malloc_trim
+    from app.freed_memory import glibc_malloc_trim
 
     available_pages()  # imports every page module
     malloc_trim = glibc_malloc_trim()

@@ -10,8 +10,9 @@ up (imports, caches, first allocations: on the bandit and toy-target pages memor
 through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory (VmRSS), `--cycles`
 more cycles with the resident memory read again after every `--every` of them, each reading taken
 once the closed sessions have been dropped, collected (app.server.collect_on_a_timer) and their
-freed memory handed back (app.server.trim_freed_memory), and once the server has been nearly idle
-for two seconds (the sessions it builds ahead, app/ready_pages.py, all built again). Two readings alone cannot tell a leak from the allocator's noise,
+freed memory handed back (app.freed_memory.trim_freed_memory), and once the server has been nearly idle
+for two seconds (the sessions it builds ahead, app/ready_pages.py, all built again); the local
+cluster's scheduler, a process of its own, is read at the same moments (its growth printed apart). Two readings alone cannot tell a leak from the allocator's noise,
 so the growth per cycle is the least-squares slope of the readings against the cycle, with its
 standard error: a leak is a slope several standard errors above zero.
 A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
@@ -31,7 +32,7 @@ import time
 import numpy as np
 
 from app.pages import available_pages
-from app.server import TRIM_SECONDS
+from app.freed_memory import TRIM_SECONDS
 from bench.load_test import PageSession, resident_mb, server_log_problems, settled
 from tests.servers import Server, start_server, stop_server
 
@@ -77,29 +78,45 @@ def slope(cycles: list[int], mb: list[float]) -> tuple[float, float]:
     return float(b), float(se)
 
 
-async def dropped_memory(server: Server) -> float:
-    """The server's resident memory in MB once the sessions closed so far have been dropped, collected and their memory
-    returned, and the pages built ahead built again."""
+def scheduler_pid(server: Server) -> int | None:
+    """The process id of the server's local Dask scheduler (a child process of its own), None if it has none."""
+    import psutil
+
+    for child in psutil.Process(server.process.pid).children():
+        if child.cmdline()[1:4] == ["-m", "dask", "spec"]:
+            return child.pid
+    return None
+
+
+async def dropped_memory(server: Server) -> tuple[float, float]:
+    """The resident memory in MB of the server and of its scheduler's process (0 if none) once the sessions closed so
+    far have been dropped, collected and their memory returned, and the pages built ahead built again."""
     await asyncio.sleep(DROPPED_AFTER)
     await settled(server)
-    return resident_mb(server.process.pid)["VmRSS"]
+    scheduler = scheduler_pid(server)
+    return resident_mb(server.process.pid)["VmRSS"], resident_mb(scheduler)["VmRSS"] if scheduler else 0.0
 
 
 async def soak_page(server: Server, route: str, cycles: int, warmup: int, every: int) -> dict:
     for _ in range(warmup):
         await cycle(server.url, route)
-    readings = [(0, await dropped_memory(server))]
+    both = [(0, *await dropped_memory(server))]
     unanswered, cycling = 0, 0.0
     for done in range(1, cycles + 1):
         started = time.monotonic()
         unanswered += not await cycle(server.url, route)
         cycling += time.monotonic() - started
         if done % every == 0 or done == cycles:
-            readings.append((done, await dropped_memory(server)))
+            both.append((done, *await dropped_memory(server)))
+    readings = [(c, web) for c, web, _ in both]
+    scheduler_readings = [(c, scheduler) for c, _, scheduler in both]
     per_cycle, se = slope([c for c, _ in readings], [mb for _, mb in readings])
+    scheduler_per_cycle, scheduler_se = slope([c for c, _ in scheduler_readings], [mb for _, mb in scheduler_readings])
     before, after = readings[0][1], readings[-1][1]
     return {"route": route, "before_mb": before, "after_mb": after, "growth_mb": after - before, "readings": readings,
-            "mb_per_cycle": per_cycle, "mb_per_cycle_se": se, "unanswered_moves": unanswered, "seconds_per_cycle": cycling / cycles}
+            "mb_per_cycle": per_cycle, "mb_per_cycle_se": se, "scheduler_readings": scheduler_readings,
+            "scheduler_mb_per_cycle": scheduler_per_cycle, "scheduler_mb_per_cycle_se": scheduler_se,
+            "unanswered_moves": unanswered, "seconds_per_cycle": cycling / cycles}
 
 
 async def soak(server: Server, cycles: int, warmup: int, every: int, routes: list[str]) -> dict:
@@ -136,6 +153,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  /{page['route']}: {page['before_mb']:.1f} MB -> {page['after_mb']:.1f} MB ({page['growth_mb']:+.1f} MB), "
               f"{page['mb_per_cycle'] * 1000:+.0f} ± {page['mb_per_cycle_se'] * 1000:.0f} kB per cycle (slope ± standard error), "
               f"{page['seconds_per_cycle']:.2f} s per cycle" + (f", {page['unanswered_moves']} moves without a plot change" if page["unanswered_moves"] else ""))
+        (_, first), (_, last) = page["scheduler_readings"][0], page["scheduler_readings"][-1]
+        print(f"    its scheduler's process: {first:.1f} MB -> {last:.1f} MB, {page['scheduler_mb_per_cycle'] * 1000:+.0f} ± "
+              f"{page['scheduler_mb_per_cycle_se'] * 1000:.0f} kB per cycle")
     print(f"total: {report['first_mb']:.1f} MB -> {report['last_mb']:.1f} MB ({report['total_growth_mb']:+.1f} MB); peak {report['peak_mb']:.1f} MB")
     problems = report["server_log_problems"]
     print(f"server log ({report['server_log']}): {len(problems)} tracebacks or error lines" + "".join(f"\n  {p}" for p in problems[:10]))

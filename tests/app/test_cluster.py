@@ -67,7 +67,7 @@ def scheduler_monitor_length(dask_scheduler) -> int:
 
 
 def test_the_local_scheduler_keeps_a_minute_of_system_monitor_history():
-    # It lives in the web process, with no dashboard to draw it; Dask's default hour grew the server for an hour.
+    # It has no dashboard to draw it; Dask's default hour grew the server for an hour (when it ran in the web process).
     kept = current().client.run_on_scheduler(scheduler_monitor_length)
     assert kept == cluster_module.MONITOR_SAMPLES
 
@@ -78,8 +78,24 @@ def scheduler_histories(dask_scheduler) -> tuple[int, int, bool]:
 
 
 def test_the_local_scheduler_keeps_short_histories_and_forgets_finished_spans():
-    # It lives in the web process: Dask's 1,000 transitions and 10,000 log records grew it over thousands of jobs.
+    # Dask's 1,000 transitions and 10,000 log records grew it over thousands of jobs.
     assert current().client.run_on_scheduler(scheduler_histories) == (HISTORY, HISTORY, True)
+
+
+def trims_freed_memory() -> bool:
+    """Run on the scheduler: whether its thread that hands freed memory back to the system runs."""
+    import threading
+
+    from app.freed_memory import TRIM_THREAD
+
+    return any(t.name == TRIM_THREAD for t in threading.enumerate())
+
+
+def test_the_local_scheduler_runs_in_a_process_of_its_own_that_returns_freed_memory():
+    assert current().client.run_on_scheduler(os.getpid) != os.getpid()
+    from app.freed_memory import glibc_malloc_trim
+
+    assert current().client.run_on_scheduler(trims_freed_memory) is (glibc_malloc_trim() is not None)
 
 
 def last_heartbeat(dask_scheduler) -> float:
@@ -329,3 +345,27 @@ def test_serve_with_a_scheduler_that_does_not_answer_says_so_and_exits_2():
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()  # one sentence
     assert line.startswith("feedback-lab serve: error: The Dask scheduler at tcp://127.0.0.1:") and "cannot be reached" in line
+
+
+def test_a_local_schedulers_own_process_and_its_workers_exit_when_their_web_process_is_killed():
+    """The local cluster's scheduler runs in a process of its own (so its records of jobs grow no web process) and
+    does not outlive a web process killed with kill -9, nor do the workers: nothing trains on unattended."""
+    import psutil
+
+    from tests.servers import start_server, stop_server
+
+    server, processes = start_server(), []
+    try:
+        processes = psutil.Process(server.process.pid).children(recursive=True)
+        (scheduler,) = [p for p in processes if p.cmdline()[1:4] == ["-m", "dask", "spec"]]
+        assert "distributed.Scheduler" in " ".join(scheduler.cmdline())
+        assert any("spawn_main" in " ".join(p.cmdline()) for p in processes)  # the CPU's worker
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(10)
+        wait_until(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes), 30,
+                   "the scheduler and the workers to exit")
+    finally:
+        stop_server(server)
+        for process in processes:  # what a failed check left
+            if process.is_running():
+                process.kill()

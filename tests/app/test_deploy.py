@@ -22,7 +22,9 @@ import yaml
 
 from app.cluster import JOB_PREFIX, Cluster
 from app.runs import read_run
+from app.scheduler_upkeep import HISTORY
 from bench.load_test import PageSession
+from tests.app.test_cluster import scheduler_histories
 from tests.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
@@ -147,6 +149,10 @@ def test_two_learners_on_two_web_processes_wait_in_one_line_for_the_one_cpu(topo
     assert "Traceback" not in "".join(w.log() for w in topology.webs)
     # The compose file's worker trains without Dask's malloc trim threshold (app.cluster.NO_TRIM_THRESHOLD).
     assert list(topology.cluster.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == [None]
+
+
+def test_the_compose_files_scheduler_keeps_short_histories_and_forgets_finished_spans(topology):
+    assert topology.cluster.client.run_on_scheduler(scheduler_histories) == (HISTORY, HISTORY, True)
 
 
 def test_a_web_process_killed_during_its_run_stops_the_run_and_keeps_its_steps(topology):

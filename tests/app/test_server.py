@@ -159,23 +159,6 @@ def test_serve_gives_torch_half_the_cores_unless_told(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_the_server_returns_freed_memory_on_one_thread_however_often_asked():
-    import ctypes
-
-    from app.server import TRIM_THREAD, trim_freed_memory
-
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        assert trim_freed_memory(0.05) is False  # not glibc: nothing started
-        return
-    assert trim_freed_memory(0.05) is True and trim_freed_memory(0.05) is True
-    trimmers = [t for t in threading.enumerate() if t.name == TRIM_THREAD]
-    assert len(trimmers) == 1 and trimmers[0].daemon
-    time.sleep(0.2)
-    assert trimmers[0].is_alive()  # trimming (several times by now) does not end or break the thread
-
-
 def _record(name: str, error: BaseException | None, level: int = logging.ERROR, msg: str = "Future exception was never retrieved"):
     exc_info = (type(error), error, error.__traceback__) if error is not None else None
     return logging.LogRecord(name, level, __file__, 1, msg, (), exc_info)
