@@ -7,6 +7,8 @@ from engines.lm.preferences import PairSettings, make_pairs, split_pairs
 
 QUERY = "?pairs=60&steps=20"
 """Small enough to generate and train in seconds on two cores."""
+PAIRS_SECONDS = 90
+"""Longest wait for the page's pairs, sampled by a model job on the server's cluster."""
 
 
 def open_tab(page, title: str) -> None:
@@ -23,6 +25,9 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
     held = split_pairs(pairs, 0.2, 0)[1]
     acc_star = float(oracle_accuracy(held.g_a, held.g_b, held.tau_label))
     page = open_page("reward-model", QUERY)
+    # Sampling the pairs is a model job: in a full `make test` on two cores its worker took longer than Playwright's
+    # default 30 s once (2026-12-05), so the wait for it is longer.
+    expect(page.locator(".fl-pairs-summary").first).to_be_visible(timeout=PAIRS_SECONDS * 1000)
     assert "60 pairs sampled from the embedded model" in shown_text(page.locator(".fl-pairs-summary").first)
     open_tab(page, "2. Train the reward model")  # the model trains whichever part is open; its readings are here
     summary = page.locator(".fl-train-summary").first
