@@ -116,7 +116,9 @@ class SchedulerProcess(SubprocessScheduler):
     """
 
     def __init__(self, host: str):
-        super().__init__({"host": host, "port": 0, "dashboard": False, "preload": [__name__],
+        # dashboard_address: the scheduler's HTTP server (health and metrics, even without a dashboard) on a free port,
+        # not Dask's 8787, which the second server of a machine found taken, with a warning.
+        super().__init__({"host": host, "port": 0, "dashboard": False, "dashboard_address": f"{host}:0", "preload": [__name__],
                           "preload_argv": ["--exit-with-parent"]}, timeout=START_SECONDS)
 
     async def _start(self) -> None:

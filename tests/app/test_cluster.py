@@ -98,6 +98,19 @@ def test_the_local_scheduler_runs_in_a_process_of_its_own_that_returns_freed_mem
     assert current().client.run_on_scheduler(trims_freed_memory) is (glibc_malloc_trim() is not None)
 
 
+def listening() -> set[tuple[str, int]]:
+    """(address, port) of every socket the calling process listens on."""
+    import psutil
+
+    return {(c.laddr.ip, c.laddr.port) for c in psutil.Process().net_connections("inet") if c.status == psutil.CONN_LISTEN}
+
+
+def test_the_local_scheduler_listens_on_loopback_only_and_not_on_dask_s_fixed_http_port():
+    sockets = current().client.run_on_scheduler(listening)
+    assert {ip for ip, _ in sockets} == {"127.0.0.1"}
+    assert 8787 not in {port for _, port in sockets}  # a second server on the machine would find it taken
+
+
 def last_heartbeat(dask_scheduler) -> float:
     """Run on the scheduler: when the worker it heard from least recently was last heard from (time.time())."""
     return min(worker.last_seen for worker in dask_scheduler.workers.values())
