@@ -170,6 +170,8 @@ def run_job(work: bytes, stream: str, pause: str, owner: str) -> bool:
     """
     from distributed import Event, Queue, get_worker
 
+    from app.scheduler_upkeep import forget_key_names
+
     worker = get_worker()
     key = worker.get_current_task()
     out, paused = Queue(stream), Event(pause)
@@ -197,6 +199,7 @@ def run_job(work: bytes, stream: str, pause: str, owner: str) -> bool:
         if _cancelled(worker, key) and _client_left(worker, owner):
             out.close()  # the reader's share: its process is gone
         paused.clear()
+        forget_key_names()  # this job's key, split by the worker: see app/scheduler_upkeep.py
 
 
 def _worker_jobs(dask_worker) -> list[tuple[str, bool, tuple, str | None]]:

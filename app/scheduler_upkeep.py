@@ -3,7 +3,7 @@
 A preload module: the local cluster starts its scheduler with it (`SchedulerProcess`, app/cluster.py), and a
 department's scheduler takes it with `dask scheduler --preload app.scheduler_upkeep`. A scheduler
 serves a class for weeks, and a job is submitted whenever a learner trains a reward model or starts
-a run. Two of the scheduler's records of past work grew with every job
+a run. Three of the scheduler's records of past work grew with every job
 (`python -m bench.soak --pages reward-model`, whose every visit trains a reward model for a moment;
 tracemalloc over 150 visits of a server whose scheduler then ran in the web process, 2026-12-05):
 
@@ -19,6 +19,8 @@ tracemalloc over 150 visits of a server whose scheduler then ran in the web proc
   them to `HISTORY` entries; the app reads none of them but the events of a job's own client.
   They are configuration, read when the scheduler starts: the local cluster passes them on; a
   department's scheduler takes them from its environment (README, deploy/compose.yaml).
+- Dask's cache of split task keys keeps the last 100,000 keys: `forget_key_names` empties it every
+  `KEY_NAMES_MS` (and each worker after every job, `app.cluster.run_job`).
 
 With `--exit-with-parent` (the local cluster's), the scheduler closes once the process that started it
 is gone: a web process killed with kill -9 leaves no scheduler behind, and its worker processes, whose
@@ -49,6 +51,8 @@ START_SECONDS = 60
 """Longest wait for a local cluster's scheduler process to listen."""
 PARENT_CHECK_MS = 1000
 """Milliseconds between a local scheduler's looks at whether its web process is still there."""
+KEY_NAMES_MS = 60_000
+"""Milliseconds between the scheduler's clearings of the cache of split task keys (`forget_key_names`)."""
 
 
 @click.command()
@@ -58,6 +62,7 @@ def dask_setup(scheduler, exit_with_parent: bool) -> None:
     memory to the system every few seconds as the web process does, and watch the parent."""
     scheduler.add_plugin(ForgetFinishedSpans())
     trim_freed_memory()
+    scheduler.periodic_callbacks["feedback-lab-forget-key-names"] = PeriodicCallback(forget_key_names, KEY_NAMES_MS)
     if exit_with_parent:
         parent = os.getppid()
 
@@ -67,6 +72,19 @@ def dask_setup(scheduler, exit_with_parent: bool) -> None:
 
         # Started by the scheduler with its own periodic callbacks, right after the preloads.
         scheduler.periodic_callbacks["feedback-lab-exit-with-parent"] = PeriodicCallback(close_if_orphaned, PARENT_CHECK_MS)
+
+
+def forget_key_names() -> None:
+    """Empty `dask.utils.key_split`'s cache, which keeps the last 100,000 task keys it split.
+
+    The scheduler splits every task's key, a worker every key it runs, and each job's key is new: the
+    cache held on to them all (about 0.2 kB a job), and their growing number doubled the interpreter's
+    table of interned strings, a 2 MB step, after about 1,000 jobs (tracemalloc in the scheduler's
+    process, 2026-12-05). Splitting a key again costs microseconds.
+    """
+    from dask.utils import key_split
+
+    key_split.cache_clear()
 
 
 class ForgetFinishedSpans(SchedulerPlugin):

@@ -82,6 +82,30 @@ def test_the_local_scheduler_keeps_short_histories_and_forgets_finished_spans():
     assert current().client.run_on_scheduler(scheduler_histories) == (HISTORY, HISTORY, True)
 
 
+def split_keys_cached() -> int:
+    """Run anywhere: how many task keys dask.utils.key_split's cache holds."""
+    from dask.utils import key_split
+
+    return key_split.cache_info().currsize
+
+
+def forgets_key_names_periodically(dask_scheduler) -> tuple[bool, int]:
+    """Run on the scheduler: whether the periodic clearing of split keys is installed, and the cache's size after it ran."""
+    callback = dask_scheduler.periodic_callbacks.get("feedback-lab-forget-key-names")
+    if callback is not None:
+        callback.callback()
+    return callback is not None, split_keys_cached()
+
+
+def test_the_scheduler_and_the_worker_forget_the_keys_of_finished_jobs():
+    # Dask caches the last 100,000 keys it split, and every job's key is new (app/scheduler_upkeep.py).
+    cluster = current()
+    for _ in range(3):
+        list(cluster.submit("cpu", "test", counting, 1, 0.0).snapshots())
+    assert all(cached <= 1 for cached in cluster.client.run(split_keys_cached).values())  # at most the last job's key
+    assert cluster.client.run_on_scheduler(forgets_key_names_periodically) == (True, 0)
+
+
 def trims_freed_memory() -> bool:
     """Run on the scheduler: whether its thread that hands freed memory back to the system runs."""
     import threading
