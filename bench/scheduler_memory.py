@@ -1,0 +1,101 @@
+"""The local cluster's scheduler under many small jobs: its resident memory every few hundred jobs.
+
+    python -m bench.scheduler_memory [--jobs 1000] [--every 200] [--warmup 150] [--churn]
+
+Starts the local cluster `feedback-lab serve` starts (app.cluster: the scheduler in a process of
+its own, preloaded with app.scheduler_upkeep, one CPU worker), runs `--warmup` jobs, then
+`--jobs` more, one after another, each a generator of five snapshots read to its end as a page
+reads a job. The scheduler's resident memory (VmRSS) is read before them and after every `--every`,
+once it has collected and handed its freed memory back (`gc.collect()`, glibc's `malloc_trim(0)`).
+The scheduler drops a finished job's span two minutes after it ended; here that grace is 2 s, so
+that a reading counts what stays after the spans are gone.
+
+With `--churn`, the scheduler first interns and frees a million strings: the table of interned
+strings grows to the size it settles at under churn (bench/interned_strings.py), and a step in
+the readings without `--churn` that is missing with it is that table's one doubling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import cloudpickle
+
+CHURNED_STRINGS = 1_000_000
+
+
+def five_snapshots():
+    """A job: five snapshots, at once."""
+    yield from range(5)
+
+
+def returned_rss_mb() -> float:
+    """Run on the scheduler: its resident memory in MB once freed objects are collected and handed back."""
+    import gc
+
+    import psutil  # not bench.load_test's reader: its imports would grow the process measured
+
+    from app.freed_memory import glibc_malloc_trim
+
+    gc.collect()
+    trim = glibc_malloc_trim()
+    if trim is not None:
+        trim(0)
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def churn_interned_strings() -> None:
+    """Run on the scheduler: intern CHURNED_STRINGS new strings, each freed at once."""
+    for i in range(CHURNED_STRINGS):
+        sys.intern(f"churned-{i}")
+
+
+def short_span_grace() -> None:
+    """Run on the scheduler: drop finished spans 2 s after their tasks, not two minutes."""
+    import app.scheduler_upkeep
+
+    app.scheduler_upkeep.SPAN_GRACE_SECONDS = 2.0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1000, help="jobs after the warm-up (default: 1000)")
+    parser.add_argument("--every", type=int, default=200, help="jobs between two readings (default: 200)")
+    parser.add_argument("--warmup", type=int, default=150, help="jobs before the first reading (default: 150)")
+    parser.add_argument("--churn", action="store_true", help="intern and free a million strings in the scheduler first")
+    args = parser.parse_args(argv)
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker runs this module's job by value
+    from app.cluster import Cluster
+
+    cluster = Cluster()
+    run_on_scheduler = cluster.client.run_on_scheduler
+
+    def one_job() -> None:
+        list(cluster.submit("cpu", "bench", five_snapshots).snapshots())
+
+    run_on_scheduler(short_span_grace)
+    for _ in range(args.warmup):
+        one_job()
+    if args.churn:
+        before = run_on_scheduler(returned_rss_mb)
+        run_on_scheduler(churn_interned_strings)
+        print(f"churned {CHURNED_STRINGS:,} interned strings: {before:.2f} -> {run_on_scheduler(returned_rss_mb):.2f} MB")
+    readings = []
+    for done in range(0, args.jobs + 1, args.every):
+        if done:
+            for _ in range(args.every):
+                one_job()
+        time.sleep(3)
+        one_job()  # looks at the finished spans, which the grace has let go by now
+        readings.append((done, run_on_scheduler(returned_rss_mb)))
+        print(f"  {done:>6,} jobs: {readings[-1][1]:.2f} MB", flush=True)
+    cluster.close()
+    steps = [f"{b - a:+.2f}" for (_, a), (_, b) in zip(readings, readings[1:])]
+    print(f"scheduler {readings[0][1]:.2f} -> {readings[-1][1]:.2f} MB over {args.jobs:,} jobs; per {args.every}: {', '.join(steps)} MB")
+
+
+if __name__ == "__main__":
+    main()
