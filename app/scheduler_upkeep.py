@@ -78,9 +78,8 @@ def forget_key_names() -> None:
     """Empty `dask.utils.key_split`'s cache, which keeps the last 100,000 task keys it split.
 
     The scheduler splits every task's key, a worker every key it runs, and each job's key is new: the
-    cache held on to them all (about 0.2 kB a job), and their growing number doubled the interpreter's
-    table of interned strings, a 2 MB step, after about 1,000 jobs (tracemalloc in the scheduler's
-    process, 2026-12-05). Splitting a key again costs microseconds.
+    cache held on to them all, about 0.2 kB a job (tracemalloc in the scheduler's process, 2026-12-05).
+    Splitting a key again costs microseconds.
     """
     from dask.utils import key_split
 
