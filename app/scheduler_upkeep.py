@@ -19,8 +19,9 @@ tracemalloc over 150 visits of a server whose scheduler then ran in the web proc
   them to `HISTORY` entries; the app reads none of them but the events of a job's own client.
   They are configuration, read when the scheduler starts: the local cluster passes them on; a
   department's scheduler takes them from its environment (README, deploy/compose.yaml).
-- Dask's cache of split task keys keeps the last 100,000 keys: `forget_key_names` empties it every
-  `KEY_NAMES_MS` (and each worker after every job, `app.cluster.run_job`).
+- Dask's cache of split task keys keeps the last 100,000 keys (found later, by tracemalloc in the
+  scheduler's own process under `python -m bench.scheduler_memory`'s jobs): `forget_key_names`
+  empties it every `KEY_NAMES_MS` (and each worker after every job, `app.cluster.run_job`).
 
 With `--exit-with-parent` (the local cluster's), the scheduler closes once the process that started it
 is gone: a web process killed with kill -9 leaves no scheduler behind, and its worker processes, whose
