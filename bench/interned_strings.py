@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 
-from bench.load_test import resident_mb
 
+def returned_mb() -> float:
+    """This process's resident memory in MB once freed objects are collected and the heap's free pages handed back.
 
-def returned_mb(malloc_trim) -> float:
-    """The resident memory in MB once freed objects are collected and the heap's free pages handed back."""
+    Light to import (bench/scheduler_memory.py runs it in the scheduler's process, whose size is what it reads)."""
+    import psutil
+
+    from app.freed_memory import glibc_malloc_trim
+
     gc.collect()
+    malloc_trim = glibc_malloc_trim()
     if malloc_trim is not None:
         malloc_trim(0)
-    return resident_mb(os.getpid())["VmRSS"]
+    return psutil.Process().memory_info().rss / 2**20
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,15 +50,13 @@ def main(argv: list[str] | None = None) -> None:
     import app.cluster  # noqa: F401
     import app.model_jobs  # noqa: F401
     from app.pages import available_pages
-    from app.freed_memory import glibc_malloc_trim
 
     available_pages()  # imports every page module
-    malloc_trim = glibc_malloc_trim()
-    readings = [(0, returned_mb(malloc_trim))]
+    readings = [(0, returned_mb())]
     for done in range(args.every, args.strings + 1, args.every):
         for i in range(done - args.every, done):
             sys.intern(f"churned-{i}")  # interned, then freed as the call returns
-        readings.append((done, returned_mb(malloc_trim)))
+        readings.append((done, returned_mb()))
     print(f"interned strings made and freed, and the resident memory after them (Python {sys.version.split()[0]}):")
     for done, mb in readings:
         print(f"  {done:>9,}: {mb:.1f} MB")

@@ -23,27 +23,14 @@ import time
 
 import cloudpickle
 
+from bench.interned_strings import returned_mb
+
 CHURNED_STRINGS = 1_000_000
 
 
 def five_snapshots():
     """A job: five snapshots, at once."""
     yield from range(5)
-
-
-def returned_rss_mb() -> float:
-    """Run on the scheduler: its resident memory in MB once freed objects are collected and handed back."""
-    import gc
-
-    import psutil  # not bench.load_test's reader: its imports would grow the process measured
-
-    from app.freed_memory import glibc_malloc_trim
-
-    gc.collect()
-    trim = glibc_malloc_trim()
-    if trim is not None:
-        trim(0)
-    return psutil.Process().memory_info().rss / 2**20
 
 
 def churn_interned_strings() -> None:
@@ -80,9 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     for _ in range(args.warmup):
         one_job()
     if args.churn:
-        before = run_on_scheduler(returned_rss_mb)
+        before = run_on_scheduler(returned_mb)
         run_on_scheduler(churn_interned_strings)
-        print(f"churned {CHURNED_STRINGS:,} interned strings: {before:.2f} -> {run_on_scheduler(returned_rss_mb):.2f} MB")
+        print(f"churned {CHURNED_STRINGS:,} interned strings: {before:.2f} -> {run_on_scheduler(returned_mb):.2f} MB")
     readings = []
     for done in range(0, args.jobs + 1, args.every):
         if done:
@@ -90,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
                 one_job()
         time.sleep(3)
         one_job()  # looks at the finished spans, which the grace has let go by now
-        readings.append((done, run_on_scheduler(returned_rss_mb)))
+        readings.append((done, run_on_scheduler(returned_mb)))
         print(f"  {done:>6,} jobs: {readings[-1][1]:.2f} MB", flush=True)
     cluster.close()
     steps = [f"{b - a:+.2f}" for (_, a), (_, b) in zip(readings, readings[1:])]
