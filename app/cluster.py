@@ -386,9 +386,11 @@ class Cluster:
         import cloudpickle
         from distributed import Event, Queue
 
+        from app.scheduler_upkeep import STREAM_SUFFIX
+
         key = f"{JOB_PREFIX}{uuid.uuid4().hex[:12]}|{device}|{label}"
         client = self.client
-        stream, pause = Queue(f"{key}|stream", client=client), Event(f"{key}|pause", client=client)
+        stream, pause = Queue(key + STREAM_SUFFIX, client=client), Event(f"{key}|pause", client=client)
         # fifo_timeout 0: every job its own generation of priorities, so the line is first come, first served
         # (Dask's default lets jobs submitted within 100 ms pass each other).
         # The job's generator and arguments go pickled, as bytes the scheduler passes on unread: it unpickles what a task

@@ -23,6 +23,12 @@ tracemalloc over 150 visits of a server whose scheduler then ran in the web proc
   scheduler's own process under `python -m bench.scheduler_memory`'s jobs): `forget_key_names`
   empties it every `KEY_NAMES_MS` (and each worker after every job, `app.cluster.run_job`).
 
+A job's stream (the Dask Queue its snapshots go through, app/cluster.py) is created by the web
+process that submits the job and by the job's task as it starts, and dropped once both have
+closed it. A web process that dies while its job still waits for the device never closes its
+share, and the task, forgotten with the process's client, never starts: `ForgetOrphanedStreams`
+drops such a queue once the scheduler has not known its job for two of its looks, `ORPHANS_MS` apart.
+
 With `--exit-with-parent` (the local cluster's), the scheduler closes once the process that started it
 is gone: a web process killed with kill -9 leaves no scheduler behind, and its worker processes, whose
 nanny lived in the web process, exit by themselves.
@@ -54,6 +60,10 @@ PARENT_CHECK_MS = 1000
 """Milliseconds between a local scheduler's looks at whether its web process is still there."""
 KEY_NAMES_MS = 60_000
 """Milliseconds between the scheduler's clearings of the cache of split task keys (`forget_key_names`)."""
+ORPHANS_MS = 60_000
+"""Milliseconds between the scheduler's looks for the streams of jobs it no longer knows (`ForgetOrphanedStreams`)."""
+STREAM_SUFFIX = "|stream"
+"""A job's stream is the Dask Queue named its task's key and this."""
 
 
 @click.command()
@@ -64,6 +74,8 @@ def dask_setup(scheduler, exit_with_parent: bool) -> None:
     scheduler.add_plugin(ForgetFinishedSpans())
     trim_freed_memory()
     scheduler.periodic_callbacks["feedback-lab-forget-key-names"] = PeriodicCallback(forget_key_names, KEY_NAMES_MS)
+    orphans = ForgetOrphanedStreams()
+    scheduler.periodic_callbacks["feedback-lab-forget-orphaned-streams"] = PeriodicCallback(lambda: orphans.forget(scheduler), ORPHANS_MS)
     if exit_with_parent:
         parent = os.getppid()
 
@@ -118,6 +130,30 @@ class ForgetFinishedSpans(SchedulerPlugin):
                 spans.root_spans.remove(span)
                 del self._finished_since[span.id]
                 dropped.append(span.id)
+        return dropped
+
+
+class ForgetOrphanedStreams:
+    """Drops the stream of a job whose task the scheduler no longer knows, at its second look that finds it so.
+
+    A living reader closes its share within seconds of its job's end or stop (app.cluster.Job.snapshots),
+    and a job's task closes its own as it ends: a stream still there a look later, its job unknown
+    both times, has nobody left to read or to write it (its web process died while the job waited).
+    The second look spares a stream whose job is being submitted, created a moment before its task.
+    """
+
+    def __init__(self):
+        self._unknown: set[str] = set()  # streams whose job the scheduler did not know at the last look
+
+    def forget(self, scheduler) -> list[str]:
+        """Drop the streams whose job was unknown at this look and the last; their names."""
+        queues = scheduler.extensions["queues"]
+        unknown = {name for name in queues.queues if name.endswith(STREAM_SUFFIX) and name[:-len(STREAM_SUFFIX)] not in scheduler.tasks}
+        dropped = sorted(unknown & self._unknown)
+        for name in dropped:
+            queues.client_refcount[name] = 1  # every holder's share at once: Dask's release drops the queue at zero
+            queues.release(name=name)
+        self._unknown = unknown - set(dropped)
         return dropped
 
 

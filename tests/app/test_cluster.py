@@ -18,7 +18,7 @@ from app import cluster as cluster_module
 from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
 from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
 from app.runs import read_run
-from app.scheduler_upkeep import HISTORY, SPAN_GRACE_SECONDS, ForgetFinishedSpans
+from app.scheduler_upkeep import HISTORY, SPAN_GRACE_SECONDS, STREAM_SUFFIX, ForgetFinishedSpans, ForgetOrphanedStreams
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
@@ -279,6 +279,32 @@ def test_a_job_whose_web_process_left_leaves_no_queue_on_the_scheduler():
     other.close()  # its client leaves without closing its reader's queue, as a killed process does
     wait_until(lambda: current().overview() == [], 60, "the device free")
     wait_until(lambda: current().client.run_on_scheduler(job_queues) == [], 10, "the job's queue to go")
+
+
+def forget_orphans_twice(dask_scheduler=None) -> tuple[list, list, bool]:
+    """Run on the scheduler: the streams a fresh ForgetOrphanedStreams drops at its first look and at its second, and
+    whether the scheduler's own looks are installed."""
+    orphans = ForgetOrphanedStreams()
+    return orphans.forget(dask_scheduler), orphans.forget(dask_scheduler), "feedback-lab-forget-orphaned-streams" in dask_scheduler.periodic_callbacks
+
+
+def test_the_stream_of_a_waiting_job_whose_web_process_left_is_dropped_and_a_running_jobs_is_kept():
+    cluster = current()
+    snapshots = (running := cluster.submit("cpu", "holding the device", counting, 10_000, 0.01)).snapshots()
+    assert next(s for s in snapshots if not isinstance(s, (Queued, Started))) == 0
+    other = Cluster(cluster.client.scheduler.address)  # a second web process, joined to the same scheduler
+    waiting = other.submit("cpu", "an owner that leaves while its job waits", counting, 1, 0.0)
+    wait_until(lambda: cluster.place(waiting.key) == 1, 60, "the job in line")
+    other.close()  # its client leaves without closing its reader's queue, as a killed process does
+    wait_until(lambda: waiting.key not in cluster.client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.tasks)), 60,
+               "the waiting job forgotten")
+    orphan = waiting.key + STREAM_SUFFIX
+    assert orphan in cluster.client.run_on_scheduler(job_queues)  # Dask keeps it: the job never started to close it
+    first, second, installed = cluster.client.run_on_scheduler(forget_orphans_twice)
+    assert first == [] and orphan in second and running.key + STREAM_SUFFIX not in second and installed
+    assert next(s for s in snapshots if isinstance(s, int)) > 0  # the running job streams on
+    snapshots.close()
+    wait_until(lambda: cluster.client.run_on_scheduler(job_queues) == [], 10, "no queue left")
 
 
 def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_run_works(tmp_path):
