@@ -18,6 +18,7 @@ alive doubles it once on enough churn and then reuses it: a step, not a per-visi
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import sys
 
@@ -35,6 +36,25 @@ def returned_mb() -> float:
     if malloc_trim is not None:
         malloc_trim(0)
     return psutil.Process().memory_info().rss / 2**20
+
+
+class MallInfo2(ctypes.Structure):
+    """glibc's `struct mallinfo2` (glibc 2.33 and later)."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def glibc_in_use_kb() -> float:
+    """The kB glibc's allocator has handed out and not had back (heap and mmapped blocks); nan where libc is not
+    glibc 2.33 or later."""
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return float("nan")
+    mallinfo2.restype = MallInfo2
+    info = mallinfo2()
+    return (info.uordblks + info.hblkhd) / 1e3
 
 
 def main(argv: list[str] | None = None) -> None:

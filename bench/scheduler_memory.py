@@ -1,12 +1,15 @@
 """The local cluster's scheduler under many small jobs: its resident memory every few hundred jobs.
 
-    python -m bench.scheduler_memory [--jobs 1000] [--every 200] [--warmup 150] [--churn]
+    python -m bench.scheduler_memory [--jobs 1000] [--every 200] [--warmup 150] [--churn] [--snapshot-bytes 0]
 
 Starts the local cluster `feedback-lab serve` starts (app.cluster: the scheduler in a process of
 its own, preloaded with app.scheduler_upkeep, one CPU worker), runs `--warmup` jobs, then
-`--jobs` more, one after another, each a generator of five snapshots read to its end as a page
-reads a job. The scheduler's resident memory (VmRSS) is read before them and after every `--every`,
-once it has collected and handed its freed memory back (`gc.collect()`, glibc's `malloc_trim(0)`).
+`--jobs` more, one after another, each a generator of five snapshots (small numbers, or
+`--snapshot-bytes` bytes each) read to its end as a page reads a job. The scheduler's resident
+memory (VmRSS) is read before them and after every `--every`, once it has collected and handed its
+freed memory back (`gc.collect()`, glibc's `malloc_trim(0)`), with the bytes glibc's heap has in use
+(`mallinfo2`) and the memory blocks Python has allocated (`sys.getallocatedblocks()`): growth in
+the resident memory that neither of those shows is the allocator's, not objects kept.
 The scheduler drops a finished job's span two minutes after it ended; here that grace is 2 s, so
 that a reading counts what stays after the spans are gone.
 
@@ -23,14 +26,21 @@ import time
 
 import cloudpickle
 
-from bench.interned_strings import returned_mb
+from bench.interned_strings import glibc_in_use_kb, returned_mb
 
 CHURNED_STRINGS = 1_000_000
 
 
-def five_snapshots():
-    """A job: five snapshots, at once."""
-    yield from range(5)
+def five_snapshots(size: int):
+    """A job: five snapshots, at once: 0 to 4, or `size` bytes each."""
+    for i in range(5):
+        yield bytes(size) if size else i
+
+
+def heap_reading() -> tuple[float, float, int]:
+    """Run on the scheduler: its resident MB once collected and trimmed, the kB glibc's heap has in use, and Python's
+    allocated blocks."""
+    return returned_mb(), glibc_in_use_kb(), sys.getallocatedblocks()
 
 
 def churn_interned_strings() -> None:
@@ -52,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=200, help="jobs between two readings (default: 200)")
     parser.add_argument("--warmup", type=int, default=150, help="jobs before the first reading (default: 150)")
     parser.add_argument("--churn", action="store_true", help="intern and free a million strings in the scheduler first")
+    parser.add_argument("--snapshot-bytes", type=int, default=0, help="bytes in each of a job's snapshots (default: 0, small numbers)")
     args = parser.parse_args(argv)
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker runs this module's job by value
@@ -61,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     run_on_scheduler = cluster.client.run_on_scheduler
 
     def one_job() -> None:
-        list(cluster.submit("cpu", "bench", five_snapshots).snapshots())
+        list(cluster.submit("cpu", "bench", five_snapshots, args.snapshot_bytes).snapshots())
 
     run_on_scheduler(short_span_grace)
     for _ in range(args.warmup):
@@ -77,8 +88,9 @@ def main(argv: list[str] | None = None) -> None:
                 one_job()
         time.sleep(3)
         one_job()  # looks at the finished spans, which the grace has let go by now
-        readings.append((done, run_on_scheduler(returned_mb)))
-        print(f"  {done:>6,} jobs: {readings[-1][1]:.2f} MB", flush=True)
+        mb, in_use_kb, blocks = run_on_scheduler(heap_reading)
+        readings.append((done, mb))
+        print(f"  {done:>6,} jobs: {mb:.2f} MB; glibc's heap {in_use_kb:,.0f} kB in use, Python {blocks:,} blocks", flush=True)
     cluster.close()
     steps = [f"{b - a:+.2f}" for (_, a), (_, b) in zip(readings, readings[1:])]
     print(f"scheduler {readings[0][1]:.2f} -> {readings[-1][1]:.2f} MB over {args.jobs:,} jobs; per {args.every}: {', '.join(steps)} MB")
