@@ -3,7 +3,7 @@
 A preload module: the local cluster starts its scheduler with it (`SchedulerProcess`, app/cluster.py), and a
 department's scheduler takes it with `dask scheduler --preload app.scheduler_upkeep`. A scheduler
 serves a class for weeks, and a job is submitted whenever a learner trains a reward model or starts
-a run. Three of the scheduler's records of past work grew with every job
+a run. Four of the scheduler's records of past work grew with every job
 (`python -m bench.soak --pages reward-model`, whose every visit trains a reward model for a moment;
 tracemalloc over 150 visits of a server whose scheduler then ran in the web process, 2026-12-05):
 
@@ -22,6 +22,11 @@ tracemalloc over 150 visits of a server whose scheduler then ran in the web proc
 - Dask's cache of split task keys keeps the last 100,000 keys (found later, by tracemalloc in the
   scheduler's own process under `python -m bench.scheduler_memory`'s jobs): `forget_key_names`
   empties it every `KEY_NAMES_MS` (and each worker after every job, `app.cluster.run_job`).
+- Dask's computations (the jobs submitted while it was busy, grouped; deprecated in favour of spans)
+  keep the last 100, each with its TaskGroups, long after the scheduler forgot them (dask/distributed#7977's
+  note; found by tracemalloc in the scheduler's process during the reward-model soak, where a visit after
+  a quiet moment opened one): `ForgetFinishedComputations` drops a computation once the scheduler has
+  forgotten all its task groups.
 
 A job's stream (the Dask Queue its snapshots go through, app/cluster.py) is created by the web
 process that submits the job and by the job's task as it starts, and dropped once both have
@@ -69,9 +74,10 @@ STREAM_SUFFIX = "|stream"
 @click.command()
 @click.option("--exit-with-parent", is_flag=True, help="close the scheduler once the process that started it has gone")
 def dask_setup(scheduler, exit_with_parent: bool) -> None:
-    """The preload's entry point (Dask calls it as the scheduler starts): install ForgetFinishedSpans, return freed
+    """The preload's entry point (Dask calls it as the scheduler starts): install the upkeep below, return freed
     memory to the system every few seconds as the web process does, and watch the parent."""
     scheduler.add_plugin(ForgetFinishedSpans())
+    scheduler.add_plugin(ForgetFinishedComputations())
     trim_freed_memory()
     scheduler.periodic_callbacks["feedback-lab-forget-key-names"] = PeriodicCallback(forget_key_names, KEY_NAMES_MS)
     orphans = ForgetOrphanedStreams()
@@ -118,7 +124,7 @@ class ForgetFinishedSpans(SchedulerPlugin):
         spans = scheduler.extensions["spans"]
         dropped = []
         for span in list(spans.root_spans):
-            if any(scheduler.task_groups.get(group.name) is group for group in span.traverse_groups()):
+            if any(_known(scheduler, group) for group in span.traverse_groups()):
                 self._finished_since.pop(span.id, None)
                 continue
             if now - self._finished_since.setdefault(span.id, now) >= SPAN_GRACE_SECONDS:
@@ -131,6 +137,31 @@ class ForgetFinishedSpans(SchedulerPlugin):
                 del self._finished_since[span.id]
                 dropped.append(span.id)
         return dropped
+
+
+class ForgetFinishedComputations(SchedulerPlugin):
+    """Drops the computations whose task groups the scheduler has all forgotten.
+
+    A Computation is Dask's record of the work submitted while the scheduler was busy: a job submitted
+    to an idle scheduler opens one, and jobs submitted while it runs join it. The scheduler keeps the
+    last 100 (`distributed.diagnostics.computations.max-history`), each with its TaskGroups, after it has
+    forgotten them; nothing in Dask reads a computation but the next submission, which joins the newest
+    while the scheduler is busy (then its groups are known, and it is kept). In the reward-model soak
+    about one visit in eight opened one, and the scheduler's traced memory grew with each
+    (tracemalloc in the scheduler's process, 2026-12-05). Looked at when a job is submitted, as spans are.
+    """
+
+    name = "feedback-lab-forget-finished-computations"
+
+    def update_graph(self, scheduler, **kwargs) -> None:
+        self.forget(scheduler)
+
+    def forget(self, scheduler) -> int:
+        """Drop the computations none of whose task groups the scheduler knows; how many."""
+        finished = [c for c in scheduler.computations if not any(_known(scheduler, group) for group in c.groups)]
+        for computation in finished:
+            scheduler.computations.remove(computation)
+        return len(finished)
 
 
 class ForgetOrphanedStreams:
@@ -194,6 +225,11 @@ class SchedulerProcess(SubprocessScheduler):
                 await asyncio.sleep(0.1)
         raise RuntimeError(f"The cluster's scheduler did not start within {self.timeout} s "
                            f"(exit status {self.process.returncode}); its log is above.")
+
+
+def _known(scheduler, group) -> bool:
+    """Whether the scheduler still knows this task group (it makes a new one of the same name once it forgot the old)."""
+    return scheduler.task_groups.get(group.name) is group
 
 
 def _remove(index: dict, key, span) -> None:

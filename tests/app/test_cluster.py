@@ -18,7 +18,14 @@ from app import cluster as cluster_module
 from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
 from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
 from app.runs import read_run
-from app.scheduler_upkeep import HISTORY, SPAN_GRACE_SECONDS, STREAM_SUFFIX, ForgetFinishedSpans, ForgetOrphanedStreams
+from app.scheduler_upkeep import (
+    HISTORY,
+    SPAN_GRACE_SECONDS,
+    STREAM_SUFFIX,
+    ForgetFinishedComputations,
+    ForgetFinishedSpans,
+    ForgetOrphanedStreams,
+)
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
@@ -73,11 +80,13 @@ def test_the_local_scheduler_keeps_a_minute_of_system_monitor_history():
 
 
 def scheduler_histories(dask_scheduler) -> tuple[int, int, bool]:
-    """Run on the scheduler: its transition log's and its log records' bounds, and whether ForgetFinishedSpans is installed."""
-    return dask_scheduler.transition_log.maxlen, dask_scheduler._deque_handler.deque.maxlen, ForgetFinishedSpans.name in dask_scheduler.plugins
+    """Run on the scheduler: its transition log's and its log records' bounds, and whether ForgetFinishedSpans and
+    ForgetFinishedComputations are installed."""
+    return (dask_scheduler.transition_log.maxlen, dask_scheduler._deque_handler.deque.maxlen,
+            {ForgetFinishedSpans.name, ForgetFinishedComputations.name} <= set(dask_scheduler.plugins))
 
 
-def test_the_local_scheduler_keeps_short_histories_and_forgets_finished_spans():
+def test_the_local_scheduler_keeps_short_histories_and_forgets_finished_spans_and_computations():
     # Dask's 1,000 transitions and 10,000 log records grew it over thousands of jobs.
     assert current().client.run_on_scheduler(scheduler_histories) == (HISTORY, HISTORY, True)
 
@@ -150,14 +159,19 @@ def forget_twice(running: str, dask_scheduler=None) -> tuple[set, list, set, str
     return before, dropped, set(spans.spans), dask_scheduler.tasks[running].group.span_id
 
 
-def test_a_finished_jobs_span_is_dropped_after_the_grace_and_a_running_jobs_span_is_kept():
-    cluster = current()
+def run_until_forgotten(cluster: Cluster) -> None:
+    """Run a one-snapshot job to its end, and wait until the scheduler has forgotten its task."""
     finished = cluster.submit("cpu", "finished", counting, 1, 0.0)
     assert own(finished.snapshots()) == [0]
     key = finished.key
     del finished
     gc.collect()  # the future released: the scheduler forgets the task
     wait_until(lambda: not cluster.client.run_on_scheduler(lambda dask_scheduler: key in dask_scheduler.tasks), 60, "the task forgotten")
+
+
+def test_a_finished_jobs_span_is_dropped_after_the_grace_and_a_running_jobs_span_is_kept():
+    cluster = current()
+    run_until_forgotten(cluster)
     # The grace stands for the worker's heartbeat, which reports the finished task's metrics by span: wait for one.
     forgotten = cluster.client.run_on_scheduler(lambda dask_scheduler: time.time())
     wait_until(lambda: cluster.client.run_on_scheduler(last_heartbeat) > forgotten, 60, "a heartbeat")
@@ -169,6 +183,31 @@ def test_a_finished_jobs_span_is_dropped_after_the_grace_and_a_running_jobs_span
     snapshots.close()  # stops the job
     again = cluster.submit("cpu", "after the spans were dropped", counting, 2, 0.0)
     assert own(again.snapshots()) == [0, 1]  # a new span is opened for it
+
+
+def computations(task: str, dask_scheduler=None) -> tuple[int, bool] | None:
+    """Run on the scheduler: how many of its computations hold only task groups it forgot, and whether the newest holds
+    the group of the task `task`; None while it does not know that task yet."""
+    if task not in dask_scheduler.tasks:
+        return None
+    known = lambda group: dask_scheduler.task_groups.get(group.name) is group  # noqa: E731
+    kept = dask_scheduler.computations
+    return sum(not any(map(known, c.groups)) for c in kept), dask_scheduler.tasks[task].group in kept[-1].groups
+
+
+def test_a_finished_jobs_computation_is_dropped_when_the_next_job_is_submitted_and_a_running_jobs_is_kept():
+    # Dask keeps the last 100 computations, each with task groups the scheduler forgot (ForgetFinishedComputations).
+    cluster = current()
+    run_until_forgotten(cluster)
+    running = cluster.submit("cpu", "running", counting, 10_000, 0.01)
+    snapshots = running.snapshots()
+    assert next(s for s in snapshots if not isinstance(s, (Queued, Started))) == 0
+    assert cluster.client.run_on_scheduler(computations, running.key) == (0, True)
+    joining = cluster.submit("cpu", "submitted while the scheduler is busy", counting, 1, 0.0)
+    wait_until(lambda: cluster.client.run_on_scheduler(computations, joining.key) is not None, 60, "the job submitted")
+    assert cluster.client.run_on_scheduler(computations, joining.key) == (0, True)  # it joins the running job's
+    snapshots.close()  # stops the running job: the joining one runs next
+    assert own(joining.snapshots()) == [0]
 
 
 def test_a_job_streams_every_snapshot_in_order_and_ends():
