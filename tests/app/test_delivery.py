@@ -7,6 +7,7 @@ import threading
 import urllib.request
 from contextlib import contextmanager
 
+import bokeh.io.doc
 from bokeh.application import Application
 from bokeh.application.handlers.function import FunctionHandler
 from bokeh.server.server import Server
@@ -89,3 +90,26 @@ def test_every_delivered_callback_runs_while_the_loop_holds_and_releases_the_doc
     assert refused == []  # the session was open throughout
     assert len(ran) == DELIVERED, f"{DELIVERED - len(ran)} of {DELIVERED} callbacks never ran"
     assert sorted(ran) == list(range(DELIVERED))
+
+
+def test_a_snapshot_that_reaches_the_loop_after_its_tab_closed_is_dropped_and_leaves_bokehs_current_document_alone():
+    # The race of a closing tab: the worker hands a snapshot over while the session is open, and the
+    # session is destroyed before the event loop gets to it.
+    handed, ran = [], []
+    with served_session() as (server, doc):
+        stack_before = [ref() for ref in bokeh.io.doc._PATCHED_CURDOCS]
+        session = doc.session_context._session
+        looked = threading.Event()
+
+        def hand_over_then_close() -> None:
+            handed.append(deliver(doc, lambda: ran.append(1)))
+            session.destroy()
+            server.io_loop.add_callback(looked.set)  # runs after the handed-over snapshot's turn
+
+        server.io_loop.add_callback(hand_over_then_close)
+        assert looked.wait(10)
+        stack_after = [ref() for ref in bokeh.io.doc._PATCHED_CURDOCS]
+    assert handed == [True]  # the session was open when the worker looked
+    assert ran == []
+    assert stack_after == stack_before, "the closed document was left on Bokeh's stack of current documents"
+
