@@ -112,4 +112,3 @@ def test_a_snapshot_that_reaches_the_loop_after_its_tab_closed_is_dropped_and_le
     assert handed == [True]  # the session was open when the worker looked
     assert ran == []
     assert stack_after == stack_before, "the closed document was left on Bokeh's stack of current documents"
-
