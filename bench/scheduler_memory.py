@@ -1,11 +1,15 @@
 """The local cluster's scheduler under many small jobs: its resident memory every few hundred jobs.
 
     python -m bench.scheduler_memory [--jobs 1000] [--every 200] [--warmup 150] [--churn] [--snapshot-bytes 0]
+                                     [--argument-bytes 0] [--stop]
 
 Starts the local cluster `feedback-lab serve` starts (app.cluster: the scheduler in a process of
 its own, preloaded with app.scheduler_upkeep, one CPU worker), runs `--warmup` jobs, then
 `--jobs` more, one after another, each a generator of five snapshots (small numbers, or
-`--snapshot-bytes` bytes each) read to its end as a page reads a job. The scheduler's resident
+`--snapshot-bytes` bytes each) read to its end as a page reads a job; with `--argument-bytes`, the job
+carries that many bytes, unread, as a reward-model training carries its pairs (the bundled 2,000 pickle
+to 3.5 MB); with `--stop`, its snapshots come 0.05 s apart and the job is stopped after the first, as a
+reward-model visit's training is when its slider moves or its tab closes. The scheduler's resident
 memory (VmRSS) is read before them and after every `--every`, once it has collected and handed its
 freed memory back (`gc.collect()`, glibc's `malloc_trim(0)`), with the bytes glibc's heap has in use
 (`mallinfo2`) and the memory blocks Python has allocated (`sys.getallocatedblocks()`): growth in
@@ -21,6 +25,7 @@ the readings without `--churn` that is missing with it is that table's one doubl
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -29,11 +34,14 @@ import cloudpickle
 from bench.interned_strings import glibc_in_use_kb, returned_mb
 
 CHURNED_STRINGS = 1_000_000
+STOPPED_SNAPSHOT_SECONDS = 0.05
+"""With `--stop`: seconds between a job's snapshots, so that the stop lands while it runs."""
 
 
-def five_snapshots(size: int):
-    """A job: five snapshots, at once: 0 to 4, or `size` bytes each."""
+def five_snapshots(size: int, argument: bytes = b"", seconds: float = 0.0):
+    """A job: five snapshots `seconds` apart: 0 to 4, or `size` bytes each. `argument` rides along unread."""
     for i in range(5):
+        time.sleep(seconds)
         yield bytes(size) if size else i
 
 
@@ -63,16 +71,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=150, help="jobs before the first reading (default: 150)")
     parser.add_argument("--churn", action="store_true", help="intern and free a million strings in the scheduler first")
     parser.add_argument("--snapshot-bytes", type=int, default=0, help="bytes in each of a job's snapshots (default: 0, small numbers)")
+    parser.add_argument("--argument-bytes", type=int, default=0, help="bytes each job is given (default: 0)")
+    parser.add_argument("--stop", action="store_true", help="stop each job after its first snapshot")
     args = parser.parse_args(argv)
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker runs this module's job by value
-    from app.cluster import Cluster
+    from app.cluster import Cluster, Queued, Started
 
     cluster = Cluster()
     run_on_scheduler = cluster.client.run_on_scheduler
+    argument = os.urandom(args.argument_bytes)  # random, as pairs are to Dask's compression (zeros would travel as almost nothing)
+    seconds = STOPPED_SNAPSHOT_SECONDS if args.stop else 0.0
 
     def one_job() -> None:
-        list(cluster.submit("cpu", "bench", five_snapshots, args.snapshot_bytes).snapshots())
+        snapshots = cluster.submit("cpu", "bench", five_snapshots, args.snapshot_bytes, argument, seconds).snapshots()
+        for snapshot in snapshots:
+            if args.stop and not isinstance(snapshot, (Queued, Started)):
+                break
+        snapshots.close()  # stops the job if it still runs, as a page does when Stop is pressed or its tab closes
 
     run_on_scheduler(short_span_grace)
     for _ in range(args.warmup):
@@ -88,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
                 one_job()
         time.sleep(3)
         one_job()  # looks at the finished spans, which the grace has let go by now
+        time.sleep(1)  # a stopped job's task is let go of once its snapshot in flight is done: not read with it
         mb, in_use_kb, blocks = run_on_scheduler(heap_reading)
         readings.append((done, mb))
         print(f"  {done:>6,} jobs: {mb:.2f} MB; glibc's heap {in_use_kb:,.0f} kB in use, Python {blocks:,} blocks", flush=True)
