@@ -102,11 +102,13 @@ def by_minute(timeline: list[tuple[float, str, float]]) -> list[dict]:
 
 
 def resident_mb(pid: int) -> dict[str, float]:
-    """The process's resident memory now (VmRSS) and at its peak (VmHWM), in MB."""
+    """The process's resident memory in MB: now (VmRSS), at its peak (VmHWM), and now split into the memory it
+    allocated (RssAnon) and the pages of files it maps (RssFile: shared libraries' code and data, read in the first
+    time a path uses them and dropped by the kernel when it needs the room)."""
     values = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
             values[key] = int(rest.split()[0]) / 1024
     return values
 

@@ -7,14 +7,17 @@ closed sessions dropped after 1 s and collected every 2 s (`--max-sessions 1000 
 --collect-seconds 2`), then
 soaks one page at a time, the index first: `--warmup` open-and-close cycles of the page to warm
 up (imports, caches, first allocations: on the bandit and toy-target pages memory still climbed
-through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory (VmRSS), `--cycles`
+through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory, `--cycles`
 more cycles with the resident memory read again after every `--every` of them, each reading taken
 once the closed sessions have been dropped, collected (app.server.collect_on_a_timer) and their
 freed memory handed back (app.freed_memory.trim_freed_memory), and once the server has been nearly idle
 for two seconds (the sessions it builds ahead, app/ready_pages.py, all built again); the local
 cluster's scheduler, a process of its own, is read at the same moments (its growth printed apart). Two readings alone cannot tell a leak from the allocator's noise,
 so the growth per cycle is the least-squares slope of the readings against the cycle, with its
-standard error: a leak is a slope several standard errors above zero.
+standard error: a leak is a slope several standard errors above zero. Each reading is the whole
+resident memory (VmRSS) and its part the process allocated (RssAnon), each with its own slope: the rest
+is pages of mapped files, mostly shared libraries' code, read in the first time a path runs and not a
+leak, and a step in the whole with none in the allocated part is such a page-in.
 A cycle loads the page as a browser does (bench/load_test.py's PageSession: the GET, the
 websocket, the document, the document-ready event that starts the page's onload work), moves
 one of its sliders if it has one, waits until the server has sent nothing for half a second
@@ -88,13 +91,30 @@ def scheduler_pid(server: Server) -> int | None:
     return None
 
 
-async def dropped_memory(server: Server) -> tuple[float, float]:
-    """The resident memory in MB of the server and of its scheduler's process (0 if none) once the sessions closed so
-    far have been dropped, collected and their memory returned, and the pages built ahead built again."""
+READ = ("VmRSS", "RssAnon")
+"""What a reading keeps of a process's resident memory (bench.load_test.resident_mb): the whole, and the part it allocated."""
+
+
+async def dropped_memory(server: Server) -> tuple[dict[str, float], dict[str, float]]:
+    """The resident memory in MB of the server and of its scheduler's process (zeros if none), whole (VmRSS) and
+    allocated (RssAnon), once the sessions closed so far have been dropped, collected and their memory returned, and
+    the pages built ahead built again."""
     await asyncio.sleep(DROPPED_AFTER)
     await settled(server)
     scheduler = scheduler_pid(server)
-    return resident_mb(server.process.pid)["VmRSS"], resident_mb(scheduler)["VmRSS"] if scheduler else 0.0
+    return resident_mb(server.process.pid), resident_mb(scheduler) if scheduler else dict.fromkeys(READ, 0.0)
+
+
+def growth(prefix: str, readings: list[tuple[int, dict[str, float]]]) -> dict:
+    """One process's readings over the cycles, the whole and the allocated part, each with its slope in MB per cycle."""
+    cycles = [c for c, _ in readings]
+    report = {}
+    for key, name in zip(READ, ("", "anon_")):
+        mb = [values[key] for _, values in readings]
+        per_cycle, se = slope(cycles, mb)
+        report |= {f"{prefix}{name}readings": list(zip(cycles, mb)), f"{prefix}{name}mb_per_cycle": per_cycle,
+                   f"{prefix}{name}mb_per_cycle_se": se}
+    return report
 
 
 async def soak_page(server: Server, route: str, cycles: int, warmup: int, every: int) -> dict:
@@ -108,14 +128,9 @@ async def soak_page(server: Server, route: str, cycles: int, warmup: int, every:
         cycling += time.monotonic() - started
         if done % every == 0 or done == cycles:
             both.append((done, *await dropped_memory(server)))
-    readings = [(c, web) for c, web, _ in both]
-    scheduler_readings = [(c, scheduler) for c, _, scheduler in both]
-    per_cycle, se = slope([c for c, _ in readings], [mb for _, mb in readings])
-    scheduler_per_cycle, scheduler_se = slope([c for c, _ in scheduler_readings], [mb for _, mb in scheduler_readings])
-    before, after = readings[0][1], readings[-1][1]
-    return {"route": route, "before_mb": before, "after_mb": after, "growth_mb": after - before, "readings": readings,
-            "mb_per_cycle": per_cycle, "mb_per_cycle_se": se, "scheduler_readings": scheduler_readings,
-            "scheduler_mb_per_cycle": scheduler_per_cycle, "scheduler_mb_per_cycle_se": scheduler_se,
+    before, after = both[0][1]["VmRSS"], both[-1][1]["VmRSS"]
+    return {"route": route, "before_mb": before, "after_mb": after, "growth_mb": after - before,
+            **growth("", [(c, web) for c, web, _ in both]), **growth("scheduler_", [(c, scheduler) for c, _, scheduler in both]),
             "unanswered_moves": unanswered, "seconds_per_cycle": cycling / cycles}
 
 
@@ -153,9 +168,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  /{page['route']}: {page['before_mb']:.1f} MB -> {page['after_mb']:.1f} MB ({page['growth_mb']:+.1f} MB), "
               f"{page['mb_per_cycle'] * 1000:+.0f} ± {page['mb_per_cycle_se'] * 1000:.0f} kB per cycle (slope ± standard error), "
               f"{page['seconds_per_cycle']:.2f} s per cycle" + (f", {page['unanswered_moves']} moves without a plot change" if page["unanswered_moves"] else ""))
+        print(f"    allocated (RssAnon): {page['anon_mb_per_cycle'] * 1000:+.2f} ± {page['anon_mb_per_cycle_se'] * 1000:.2f} kB per cycle")
         (_, first), (_, last) = page["scheduler_readings"][0], page["scheduler_readings"][-1]
         print(f"    its scheduler's process: {first:.1f} MB -> {last:.1f} MB, {page['scheduler_mb_per_cycle'] * 1000:+.0f} ± "
-              f"{page['scheduler_mb_per_cycle_se'] * 1000:.0f} kB per cycle")
+              f"{page['scheduler_mb_per_cycle_se'] * 1000:.0f} kB per cycle; allocated {page['scheduler_anon_mb_per_cycle'] * 1000:+.2f} ± "
+              f"{page['scheduler_anon_mb_per_cycle_se'] * 1000:.2f} kB per cycle")
     print(f"total: {report['first_mb']:.1f} MB -> {report['last_mb']:.1f} MB ({report['total_growth_mb']:+.1f} MB); peak {report['peak_mb']:.1f} MB")
     problems = report["server_log_problems"]
     print(f"server log ({report['server_log']}): {len(problems)} tracebacks or error lines" + "".join(f"\n  {p}" for p in problems[:10]))
