@@ -102,13 +102,12 @@ def by_minute(timeline: list[tuple[float, str, float]]) -> list[dict]:
 
 
 def resident_mb(pid: int) -> dict[str, float]:
-    """The process's resident memory in MB: now (VmRSS), at its peak (VmHWM), and now split into the memory it
-    allocated (RssAnon) and the pages of files it maps (RssFile: shared libraries' code and data, read in the first
-    time a path uses them and dropped by the kernel when it needs the room)."""
+    """The process's resident memory in MB: now (VmRSS), at its peak (VmHWM), and the part of it now that the process
+    allocated (RssAnon; the rest is pages of the files it maps, mostly shared libraries' code)."""
     values = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+        if key in ("VmRSS", "VmHWM", "RssAnon"):
             values[key] = int(rest.split()[0]) / 1024
     return values
 

@@ -91,8 +91,9 @@ def scheduler_pid(server: Server) -> int | None:
     return None
 
 
-READ = ("VmRSS", "RssAnon")
-"""What a reading keeps of a process's resident memory (bench.load_test.resident_mb): the whole, and the part it allocated."""
+READ = {"VmRSS": "", "RssAnon": "anon_"}
+"""What a reading keeps of a process's resident memory (bench.load_test.resident_mb), the whole and the part it
+allocated, and the prefix of each one's figures in the report."""
 
 
 async def dropped_memory(server: Server) -> tuple[dict[str, float], dict[str, float]]:
@@ -109,7 +110,7 @@ def growth(prefix: str, readings: list[tuple[int, dict[str, float]]]) -> dict:
     """One process's readings over the cycles, the whole and the allocated part, each with its slope in MB per cycle."""
     cycles = [c for c, _ in readings]
     report = {}
-    for key, name in zip(READ, ("", "anon_")):
+    for key, name in READ.items():
         mb = [values[key] for _, values in readings]
         per_cycle, se = slope(cycles, mb)
         report |= {f"{prefix}{name}readings": list(zip(cycles, mb)), f"{prefix}{name}mb_per_cycle": per_cycle,
