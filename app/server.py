@@ -183,6 +183,22 @@ class PageTemplate(pn.template.BootstrapTemplate):
         with doc.models.freeze():
             return super().server_doc(doc, title, location)
 
+    def _init_doc(self, doc=None, comm=None, title=None, notebook=False, location=True):
+        """Panel's, and the document's hidden root noted where the template's own session cleanup looks for it.
+
+        Panel (1.9) lists that root's id in the process-wide `state._fake_roots` and its template's
+        `_server_destroy` removes the id kept in `self._refs`, which Panel never fills: every visit
+        left its id listed for good, the one thing a closed page kept (about 0.1 kB a visit in
+        `python -m bench.soak --pages live-run`), and every update of every session searched the
+        list (`ref in state._fake_roots`).
+        """
+        document = super()._init_doc(doc, comm, title, notebook, location)
+        hidden_root = next((ref for ref in reversed(pn.state._fake_roots)
+                            if pn.state._views.get(ref, (None,) * 4)[2] is document), None)
+        if hidden_root is not None:
+            self._refs[document] = hidden_root
+        return document
+
 
 def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str], title: str) -> PageTemplate:
     """`body` inside the shared template: header navigation with the light/dark switch, the guided-prompts switch."""
