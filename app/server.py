@@ -29,6 +29,7 @@ import html
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -502,6 +503,8 @@ def serve(
     lifetime_ms = int(server_limits.unused_session_seconds * 1000)
     table = routes()  # imports every page module first, so the freeze below leaves them out of later collections
     collect_on_a_timer(server_limits.collect_seconds)
+    if not threaded:
+        stop_on_sigterm()
     return pn.serve(
         applications(table, server_limits),
         port=port,
@@ -518,6 +521,17 @@ def serve(
         websocket_max_message_size=server_limits.websocket_max_bytes,
         http_server_kwargs={"max_header_size": MAX_REQUEST_HEADER_BYTES},
     )
+
+
+def stop_on_sigterm() -> None:
+    """Take SIGTERM (`docker stop`, `docker compose down`, systemd) as Ctrl-C: the server stops and the process leaves
+    through its exit handlers, which close the model jobs' cluster (app.cluster.Cluster.close).
+
+    Panel's serve stops on SIGINT only (it sets that handler once serving); under Python's default a SIGTERM ends the
+    process at once, so its local cluster's workers learned of it only when their nannies were gone, and their
+    semaphores were left for the resource tracker to report.
+    """
+    signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
 
 
 def applications(table: dict[str, Callable[[], pn.viewable.Viewable]], server_limits: limits.ServerLimits) -> dict:

@@ -449,9 +449,12 @@ def test_serve_with_a_scheduler_that_does_not_answer_says_so_and_exits_2():
     assert line.startswith("feedback-lab serve: error: The Dask scheduler at tcp://127.0.0.1:") and "cannot be reached" in line
 
 
-def test_a_local_schedulers_own_process_and_its_workers_exit_when_their_web_process_is_killed():
+@pytest.mark.parametrize("stop, status", [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGTERM, 0)], ids=["kill -9", "SIGTERM"])
+def test_a_local_schedulers_own_process_and_its_workers_exit_with_their_web_process(stop, status):
     """The local cluster's scheduler runs in a process of its own (so its records of jobs grow no web process) and
-    does not outlive a web process killed with kill -9, nor do the workers: nothing trains on unattended."""
+    does not outlive a web process killed with kill -9, nor do the workers: nothing trains on unattended. SIGTERM
+    (`docker stop`, Compose, systemd) stops the server as Ctrl-C does: status 0, through its exit handlers, which
+    close the cluster, so no worker's semaphore is left for the resource tracker to report."""
     import psutil
 
     from tests.servers import start_server, stop_server
@@ -462,10 +465,12 @@ def test_a_local_schedulers_own_process_and_its_workers_exit_when_their_web_proc
         (scheduler,) = [p for p in processes if p.cmdline()[1:4] == ["-m", "dask", "spec"]]
         assert "distributed.Scheduler" in " ".join(scheduler.cmdline())
         assert any("spawn_main" in " ".join(p.cmdline()) for p in processes)  # the CPU's worker
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait(10)
+        server.process.send_signal(stop)
+        assert server.process.wait(30) == status
         wait_until(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes), 30,
                    "the scheduler and the workers to exit")
+        if stop == signal.SIGTERM:
+            assert "leaked semaphore" not in server.log()
     finally:
         stop_server(server)
         for process in processes:  # what a failed check left
