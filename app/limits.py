@@ -30,7 +30,7 @@ from pathlib import Path
 
 import param
 
-from app.cluster import SLOTS_VARIABLE
+from app.cluster import RUNS_PER_DEVICE, SLOTS_VARIABLE
 from engines.lm.settings import EMBEDDED
 from engines.settings import field_docs, require
 
@@ -45,7 +45,7 @@ MAY_BE_ZERO = {"ready_pages"}
 class ServerLimits:
     """What one app process allows; every limit reached is answered with one sentence."""
 
-    max_runs_per_device: int = 1
+    max_runs_per_device: int = RUNS_PER_DEVICE
     """Language-model runs training at once on one device, the others wait in the queue (>= 1)."""
     max_sessions: int = 60
     """Browser sessions open at once; a visitor beyond them gets a one-sentence page (>= 1)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import html
 import itertools
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -40,6 +41,7 @@ from app.cluster import (
     Started,
     WorkerDied,
     current,
+    job_label,
 )
 from app.model_cache import MODELS, ModelCache
 from app.runs import (
@@ -86,6 +88,8 @@ class LiveState:
     """The newest step's kept replies."""
     download: tuple[str, int, int] | None = None
     """(hub id, bytes done, bytes in all) while a model or classifier downloads (phase 'downloading')."""
+    starts_in: float | None = None
+    """Estimated seconds until a waiting run starts (phase 'queued'; None while unknown)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,12 @@ def run_label(settings: LMSettings) -> str:
     return f"{settings.model} · {settings.reward} · β {settings.beta:g} · {settings.steps} steps"
 
 
+def run_steps(key: str) -> int | None:
+    """The training steps of the live run whose job's task key is `key` (read from its run_label), None for other jobs."""
+    found = re.search(r" · β [^·]+ · (\d+) steps$", job_label(key))
+    return int(found.group(1)) if found else None
+
+
 def new_run_folder(root: Path, settings: LMSettings) -> Path:
     """A fresh folder root/ID (ID from new_run_id, with -2, -3, ... if two runs start in one second)."""
     base = new_run_id(settings)
@@ -133,23 +143,30 @@ def new_run_folder(root: Path, settings: LMSettings) -> Path:
             continue
 
 
-def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str]) -> Iterator:
+def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str], key: str | None = None) -> Iterator:
     """On the worker: RunFolder, then every StepResult and EvalResult, each written to the run folder first.
 
     `settings.device` is the device the cluster chose ('cpu', 'cuda', 'mps'). The models are
     loaded once per worker process (from `sources`: the name, or the folder a download went to);
-    the run trains copies. Closing this generator (a stop) closes the files after the step done.
+    the run trains copies. On the CPU it computes on one thread: the worker's runs take turns
+    for its cores (app.cluster.COMPUTE_TURNS), and with one thread a run's numbers depend on its
+    settings alone, which is what lets a class share it (app/shared_runs.py; `key` is its name
+    there, written to config.json). Closing this generator (a stop) closes the files after the step done.
     """
+    import torch
+
     from engines.lm.models import resolve_device
     from engines.lm.reinforce import LMRun
 
     device = resolve_device(settings.device)
+    if device.type == "cpu":
+        torch.set_num_threads(1)
     policy, tokenizer = MODELS.model(settings.model, device, sources["model"])
     reward = MODELS.reward(settings.reward, device, sources["reward"])
     lm = LMRun(settings, policy=copy.deepcopy(policy), tokenizer=copy.deepcopy(tokenizer), reward=copy.deepcopy(reward))
     folder = new_run_folder(Path(runs_dir), settings)
     yield RunFolder(folder, str(device))
-    with RunWriter(folder, run_config(settings, lm)) as writer:
+    with RunWriter(folder, run_config(settings, lm) | {"run_key": key}) as writer:
         for result in lm.steps():
             writer.write(result)
             yield result
@@ -158,8 +175,8 @@ def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str]
 class LiveRun:
     """One learner's live run, from the settings to its end: `states()` is walked by the page's StreamingRun."""
 
-    def __init__(self, settings: LMSettings, runs_dir: Path, cluster: Cluster | None = None):
-        self.settings, self.runs_dir = settings, Path(runs_dir)
+    def __init__(self, settings: LMSettings, runs_dir: Path, cluster: Cluster | None = None, key: str | None = None):
+        self.settings, self.runs_dir, self.key = settings, Path(runs_dir), key
         self.cluster = cluster or current()
         self.job: Job | None = None
         self._stopped = False
@@ -209,7 +226,7 @@ class LiveRun:
         if self._stopped:
             return
         self.job = self.cluster.submit(device, run_label(settings), train_on_worker, replace(settings, device=device),
-                                       str(self.runs_dir), sources)
+                                       str(self.runs_dir), sources, self.key)
         try:
             for snapshot in self.job.snapshots(idle=True):
                 if snapshot is None:

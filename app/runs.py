@@ -30,9 +30,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from engines.lm.results import EvalResult, StepResult, worked_example
+from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import REWARD_PREFIX, LMSettings
 
 RUNS_DIR = Path(os.environ.get("FEEDBACK_LAB_RUNS") or "runs")
@@ -81,6 +82,24 @@ def eval_record(result: EvalResult) -> dict:
             **{k: getattr(ex, k).tolist() for k in ("logp", "ref_logp", "log_ratio", "r", "G")},
         },
     }
+
+
+def sample_from_record(record: dict) -> Sample:
+    """A reply of a samples.jsonl line, as the run yielded it."""
+    return Sample(record["prompt"], tuple(record["tokens"]), tuple(record["log_ratio"]), record["reward"])
+
+
+def eval_result_from_record(record: dict) -> EvalResult:
+    """An eval.jsonl line as an EvalResult of the one reply it keeps token by token (its worked example's, reply 0):
+    the evaluation's numbers are the run's; its replies, the worked example's alone."""
+    ex = record["worked_example"]
+    keys = ("step", "reward", "p_positive", "kl_exact", "kl", "entropy", "ref_perplexity", "distinct_1", "distinct_2")
+    reply = record["samples"][0]["reply"] if record.get("samples") else "".join(ex["tokens"])
+    return EvalResult(
+        **{k: record[k] for k in keys}, beta=ex["beta"], gold=record.get("gold"),
+        prompts=(ex["prompt"],), replies=(reply,), tokens=(tuple(ex["tokens"]),),
+        logp=np.array([ex["logp"]]), ref_logp=np.array([ex["ref_logp"]]), R=np.array([ex["R"]]),  # (1, T), (1, T), (1,)
+    )
 
 
 class RunWriter:
@@ -211,14 +230,16 @@ def run_status(run: Run, running: set[str]) -> str:
     return "finished" if run.finished else "interrupted"
 
 
-def runs_frame(runs: list[Run], running: set[str]) -> pd.DataFrame:
-    """The table of run folders (their names give time, model, reward and beta): how far each got, its last held-out evaluation."""
-    rows = []
+def runs_frame(runs: list[Run], running: set[str], watchers: dict[str, int] | None = None) -> pd.DataFrame:
+    """The table of run folders (their names give time, model, reward and beta): how far each got, how many
+    learners watch it (`watchers`, by run id), its last held-out evaluation."""
+    rows, watchers = [], watchers or {}
     for run in runs:
         s, last = run.config.get("settings", {}), (run.evals[-1] if run.evals else {})
         rows.append({
             "run": run.id,
             "status": run_status(run, running),
+            "learners": watchers.get(run.id, 0),
             "β": s.get("beta", math.nan),
             "steps": f"{run.metrics[-1]['step'] if run.metrics else 0} / {s.get('steps', '?')}",
             "reward": round(last.get("reward", math.nan), 2),
@@ -227,7 +248,7 @@ def runs_frame(runs: list[Run], running: set[str]) -> pd.DataFrame:
             "distinct-1": round(last.get("distinct_1", math.nan), 3),
             "gold": round(last.get("gold", math.nan), 2),
         })
-    columns = ["run", "status", "β", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
+    columns = ["run", "status", "learners", "β", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
     return pd.DataFrame(rows, columns=columns)
 
 

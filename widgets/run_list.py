@@ -18,7 +18,7 @@ class RunsTable(pn.viewable.Viewer):
     """The runs with a checkbox each under `caption`; `ticked` holds the ids of the ticked ones."""
 
     def __init__(self, frame: pd.DataFrame, caption: str, on_ticks: Callable[[], None], on_refresh: Callable[[], None],
-                 download: Callable[[], io.BytesIO], **params):
+                 download: Callable[[], io.BytesIO], on_open: Callable[[str], None] | None = None, **params):
         super().__init__(**params)
         self.caption, self.on_ticks = caption, on_ticks
         self.ticked: list[str] = []
@@ -27,6 +27,8 @@ class RunsTable(pn.viewable.Viewer):
         self.table.param.watch(self._ticks_changed, "selection")
         self.refresh_button = pn.widgets.Button(label="Refresh the list", width=150)
         self.refresh_button.on_click(lambda _e: on_refresh())
+        self.open_button = pn.widgets.Button(label="Open the first ticked run", width=200, visible=on_open is not None)
+        self.open_button.on_click(lambda _e: on_open(self.ticked[0]) if self.ticked else None)
         self.download = pn.widgets.FileDownload(callback=download, filename="runs.zip", embed=False, color="light",
                                                 label="Download runs (zip): the ticked ones, or all", width=320)
 
@@ -45,6 +47,6 @@ class RunsTable(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown(self.caption, margin=(0, 10), sizing_mode="stretch_width"),
             self.table,
-            pn.Row(self.refresh_button, self.download),
+            pn.Row(self.refresh_button, self.open_button, self.download),
             sizing_mode="stretch_width",
         )

@@ -25,6 +25,11 @@ def format_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+def format_wait(seconds: float) -> str:
+    """95 -> '2 min', 40 -> '40 s' (a wait as a person says it, rounded)."""
+    return f"{max(round(seconds / 5) * 5, 5):.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def status_html(state, label: str) -> str:
     """The status line of a run under way (`label`: the run as the device queue names it)."""
     s = state.settings
@@ -38,8 +43,9 @@ def status_html(state, label: str) -> str:
     if state.phase == "queued":
         # The place is known once the scheduler has handed the job to a worker, a moment after it was asked for.
         place = "in line" if state.position is None else f"number {state.position} in line"
+        when = "" if state.starts_in is None else f" It should start in about {format_wait(state.starts_in)}."
         return (
-            f'<p class="fl-status">Waiting for {state.device}: your run is {place}. It starts when '
+            f'<p class="fl-status">Waiting for {state.device}: your run is {place}.{when} It starts when '
             "the runs before it finish or are stopped; closing this tab takes it out of the line.</p>"
         )
     if state.phase == "error":

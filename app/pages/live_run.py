@@ -43,9 +43,11 @@ import param
 from app.cluster import Cluster, current as current_cluster
 from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query, current as current_limits, limit_sentence,
                         model_problem, start_problem)
-from app.model_jobs import LiveRun, LiveState, model_folders, run_label
+from app.model_jobs import LiveState, model_folders, run_label
 from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
-from app.text.live_run import COMPARE, EQUATION, GOODHART, INTRO, METRICS, NOTICE, PREDICT
+from app.shared_runs import CLASS_RUNS, SharedRun, find_run, finished_run, replay, run_key, settings_of
+from app.text.live_run import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,
+                               NOTICE, OPENED, PREDICT, RUN_NAME_PATTERN, UNOPENABLE)
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
@@ -97,6 +99,10 @@ class LiveRunPage(pn.viewable.Viewer):
     eval_every = param.Integer(default=DEFAULTS.eval_every, bounds=(1, 5000), label="Evaluate every (steps)")
     eval_prompts = param.Integer(default=DEFAULTS.eval_prompts, bounds=(1, 64), label="Held-out prompts")
     eval_replies = param.Integer(default=DEFAULTS.eval_replies, bounds=(1, 16), label="Replies per held-out prompt")
+    at_pace = param.Boolean(default=False, label="Replay a finished run at the pace it trained",
+                            doc="A run that already ran to its end with these settings is shown from its files: at once, or step by step.")
+    run = param.String(default="", regex=RUN_NAME_PATTERN, label="Run shown",
+                       doc="A run of the room's list, by its folder's name: opened when the page is.")
     section = param.Selector(default="samples", objects=["samples", "curves", "evaluation", "runs"], label="Section shown")
     phase = param.Selector(default="idle", objects=["idle", "loading", "downloading", "queued", "running", "paused"], precedence=-1,
                            doc="What this tab's run is doing.")
@@ -113,7 +119,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.highest = bound_controls(self, self.limits)
         self.model_chars = min(MODEL_CHARS, self.limits.max_prompt_chars)
         self.model_folders = model_folders(self.runs_dir)
-        self._run: LiveRun | None = None
+        self._run: SharedRun | None = None
         self._state: LiveState | None = None
         self._shown = (-1, -1)
         self.runs = RunsFolder(self.runs_dir)
@@ -127,6 +133,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.resume_button.on_click(lambda _e: self.resume())
         self.status = pn.pane.HTML(idle_html(None), sizing_mode="stretch_width", stylesheets=[CSS])
         self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.shared_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
         self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width", css_classes=["fl-run-error"])
         self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
                                                    css_classes=["fl-download"])
@@ -137,14 +144,15 @@ class LiveRunPage(pn.viewable.Viewer):
         self.metrics = MetricRow(METRICS)
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
         self.evaluation = RunEvaluation()
-        self.runs_list = RunsTable(runs_frame([], set()), f"#### Runs in {self.runs_dir}/\n\n{COMPARE}", self._draw_overlays,
-                                   self.refresh_runs, self._download)
+        self.runs_list = RunsTable(runs_frame([], set()), f"#### The room's runs, in {self.runs_dir}/\n\n{COMPARE}", self._draw_overlays,
+                                   self.refresh_runs, self._download, on_open=self.open_run)
 
         self.param.watch(self._model_changed, "model")
         self.param.watch(lambda _e: self._show_phase(), "phase")
         self.param.watch(lambda _e: self._show_reward_kind(), "reward")
         self._refresh_rewards()
-        self.notice = sync_url(self, [*self.SETTINGS, "section"], query, adjust=lambda link: clamp_query(link, self.highest))
+        self.notice = sync_url(self, [*self.SETTINGS, "at_pace", "run", "section"], query,
+                               adjust=lambda link: clamp_query(link, self.highest))
         self.sections = LazySections(self.param.section, {
             "samples": ("The newest replies", self._samples_section),
             "curves": ("More curves", self._curves_section),
@@ -156,6 +164,8 @@ class LiveRunPage(pn.viewable.Viewer):
         self._unsubscribe = self.cluster.subscribe(partial(deliver, session_document(), self._show_queue))
         self._show_queue()
         self.refresh_runs()
+        if self.run:
+            self.open_run(self.run)
 
     # --- settings ------------------------------------------------------------------------
 
@@ -202,46 +212,86 @@ class LiveRunPage(pn.viewable.Viewer):
     # --- start, pause, resume, stop ------------------------------------------------------
 
     def start(self) -> None:
-        """Start a run with the current settings (it may wait in the device's queue)."""
+        """Watch the run of the current settings: one another learner started, one that already ran to its end
+        on this server, or a new one (which may wait for its device)."""
         settings, problem = start_problem(self.model_box.value, self.model_folders, self.model_chars, self.settings, self.highest)
+        if settings is not None:
+            try:
+                device = self.cluster.device_for(settings.device)
+            except ValueError as error:
+                settings, problem = None, str(error)
         self._show_error(problem)
         if settings is None:
             return
+        key = run_key(settings, device, self.runs_dir)
+        done = finished_run(key, self.runs_dir)
+        if done is not None:
+            self._show(partial(replay, done, self.at_pace), settings, FINISHED.format(run=html.escape(done.id)))
+            return
+        self._leave()
+        self._run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self)
+        self._show(partial(self._run.follow, self), settings, JOINED if joined else "")
+
+    def open_run(self, name: str) -> None:
+        """Show the room's run `name`: join it where it trains in this process, else show its files; the controls
+        take its settings, so the link names it."""
+        try:
+            found = find_run(name, self.runs_dir)
+            settings = settings_of(found)
+        except ValueError as error:
+            self._show_error(str(error))
+            self.run = ""
+            return
+        try:
+            self.param.update({k: getattr(settings, k) for k in self.SETTINGS if k != "device"} | {"run": name})
+        except ValueError:  # a reward model deleted since, or a setting beyond this server's limits
+            self._show_error(UNOPENABLE.format(run=name))
+            return
+        self._leave()
+        self._run = CLASS_RUNS.open(name, self.runs_dir, self)
+        if self._run is not None:
+            self._show(partial(self._run.follow, self), settings, OPENED)
+        else:
+            training = name in self.cluster.running_ids()
+            self._show(partial(replay, found), settings, ELSEWHERE if training else FROM_FILES.format(run=html.escape(name)))
+
+    def _show(self, states, settings: LMSettings, sentence: str) -> None:
+        """Walk `states()` (a run's LiveStates) into the page, with `sentence` said above the status line."""
+        self._show_error("")
         self._state = LiveState("loading", settings)
         self._shown = (-1, -1)
+        self.shared_line.object, self.shared_line.visible = f'<p class="fl-status">{sentence}</p>', bool(sentence)
         self.controls.param.update(running=True, progress=0.0)
         self.phase = "loading"
+        self.runner.start(states)
+
+    def _leave(self) -> None:
         if self._run is not None:
-            self._run.stop()
-        self._run = LiveRun(settings, self.runs_dir, self.cluster)
-        self.runner.start(self._run.states)
+            self._run.leave(self)
+            self._run = None
 
     def pause(self) -> None:
-        """Hold the run after the step in flight; it keeps its device."""
+        """Hold this page's view after the step shown; the run holds too if no other learner watches it."""
         if self.phase == "running" and self._run is not None:
-            self._run.pause()
+            self._run.pause(self)
 
     def resume(self) -> None:
         if self._run is not None:
-            self._run.resume()
+            self._run.resume(self)
             if self.phase == "paused":
                 self.phase = "running"
 
     def stop(self) -> None:
-        """Stop the run after the step in flight (a queued run leaves the queue); its files stay.
-
-        A run on its worker ends by itself once told, its last step written and shown; a run
-        still loading or downloading is cut off at once.
-        """
-        if self._run is not None and self._run.job is not None:
-            self._run.stop()
+        """Leave the run: it stops after its step in flight (its files stay) if no other learner watches it,
+        else it trains on for them. A replay stops at once."""
+        if self._run is not None:
+            self._run.leave(self)
         else:
             self.runner.stop()
 
     def close(self) -> None:
-        """The tab closed: a queued run leaves the line, a running one stops at the next step boundary."""
-        if self._run is not None:
-            self._run.stop()
+        """The tab closed: this learner leaves the run (which stops if it was the last one on it)."""
+        self._leave()
         self.runner.stop()
         self._unsubscribe()
 
@@ -277,8 +327,11 @@ class LiveRunPage(pn.viewable.Viewer):
         self.evaluation.show(evals, state.eval_results, state.settings)
 
     def _done(self, finished: bool) -> None:
-        """The worker has ended (finished, stopped, or refused): show the final state and the list of runs."""
-        state = self._state
+        """The run has ended (finished, stopped, or refused) or this learner left it: show the final state and the list of runs."""
+        state, run, self._run = self._state, self._run, None
+        if run is not None and state is not None and not run.ended and not run.stopping:
+            self.shared_line.object = f'<p class="fl-status">{LEFT.format(step=state.step, others=run.watchers)}</p>'
+            self.shared_line.visible = True
         self.controls.running = False
         if state is not None:
             self._show_state(state)
@@ -314,7 +367,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self._show_runs()
 
     def _show_runs(self) -> None:
-        frame = runs_frame(list(self.runs.runs().values()), self.cluster.running_ids())
+        frame = runs_frame(list(self.runs.runs().values()), self.cluster.running_ids(), CLASS_RUNS.watchers(self.runs_dir))
         with pn.io.hold():
             self.runs_list.show(frame)
             self._draw_overlays()
@@ -339,6 +392,7 @@ class LiveRunPage(pn.viewable.Viewer):
                 "device": pn.widgets.Select.from_param(self.param.device, width=110),
                 "lr": number_box(self, "lr", self._show_error, width=160),
                 "beta": number_box(self, "beta", self._show_error, width=160),
+                "at_pace": pn.widgets.Checkbox.from_param(self.param.at_pace),
             }
             made["seed"], made["new_seed"] = seed_control(self.param.seed)
             for name in ("steps", "prompts", "replies", "T", "eval_every", "eval_prompts", "eval_replies"):
@@ -367,6 +421,7 @@ class LiveRunPage(pn.viewable.Viewer):
             pn.Row(w["beta"], w["lr"], w["steps"], w["seed"], w["new_seed"]),
             pn.Row(w["prompts"], w["replies"], w["T"]),
             pn.Row(w["eval_every"], w["eval_prompts"], w["eval_replies"]),
+            w["at_pace"],
         )
         self._show_phase()
         return pn.Column(
@@ -376,6 +431,7 @@ class LiveRunPage(pn.viewable.Viewer):
             pn.Row(self.controls, self.pause_button, self.resume_button),
             self.error,
             self.runner.notice,
+            self.shared_line,
             self.status,
             self.download_bar,
             self.queue_line,

@@ -45,11 +45,26 @@ GOODHART = (
     "policy moves from the reference, the more it finds replies where R is high and g is not: R climbs while g stalls "
     "or falls (Goodhart's law). Over the KL, this is the over-optimisation curve of Gao et al. (2023)."
 )
+JOINED = ("You are watching the run another learner started with exactly these settings: it gives the same numbers "
+          "your own would, so the server trains it once for both of you. Pause holds your view only; Stop leaves it.")
+FINISHED = ("This run already ran to its end on this server with exactly these settings, which give the same numbers "
+            "yours would: it is shown from its files ({run}). Tick 'Replay a finished run at the pace it trained' "
+            "before Start to watch it unfold step by step.")
+OPENED = "You are watching a run of the room as it trains. Pause holds your view only; Stop leaves it."
+ELSEWHERE = ("This run trains in another web process of this server: its files so far are shown. "
+             "Open it again for its newest steps.")
+FROM_FILES = "The run {run} is shown from its files."
+LEFT = "You left the run after step {step}; it trains on for the {others} other learner(s) watching it."
+UNOPENABLE = ("The run {run!r} cannot be opened here: its reward model is gone, or its settings are beyond what "
+              "this server allows.")
+RUN_NAME_PATTERN = r"^[A-Za-z0-9._-]{0,200}$"
+"""A run's folder name, as a link may carry it: nothing that could leave the runs folder."""
 COMPARE = (
-    "Reward, P(positive), KL (exact) and distinct-1 are each run's last held-out evaluation. "
-    "Tick runs to draw them over the curves and to download them. The seed compares three runs with "
-    "the same seed: β = 0 (Run 1), 0.05 and 0.2 (Runs 2 and 3); start them one after another, or in "
-    "three tabs (they wait their turn for the device)."
+    "Every run of this server, training or done, with how many learners watch it here. Reward, P(positive), "
+    "KL (exact) and distinct-1 are each run's last held-out evaluation. Tick runs to draw them over the curves "
+    "and to download them; 'Open' shows the first ticked run in place of yours, live if it trains. The seed "
+    "compares three runs with the same seed: β = 0 (Run 1), 0.05 and 0.2 (Runs 2 and 3); start them in three "
+    "tabs, or find them here when others in the room have."
 )
 METRICS = {
     "step": ("step", "{value:.0f}"),

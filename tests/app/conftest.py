@@ -17,6 +17,9 @@ import pytest
 # The tests run offline, the local cluster's workers too: they inherit this process's environment when they start,
 # and a test that sets the variable later reaches only this process.
 os.environ["HF_HUB_OFFLINE"] = "1"
+# This test session's own local cluster trains one job at a time, so that the line tests can fill its CPU with one
+# run; servers started by the tests inherit it unless given --max-runs-per-device.
+os.environ.setdefault("FEEDBACK_LAB_RUNS_PER_DEVICE", "1")
 
 from tests.servers import Server, start_server, stop_server
 

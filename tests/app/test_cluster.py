@@ -15,7 +15,7 @@ import cloudpickle
 import pytest
 
 from app import cluster as cluster_module
-from app.cluster import Cluster, Paused, Queued, Started, current, slots_from_environment
+from app.cluster import RUNS_PER_DEVICE, Cluster, Paused, Queued, Started, current, slots_from_environment
 from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
 from app.runs import read_run
 from app.scheduler_upkeep import (
@@ -424,7 +424,7 @@ def test_local_accelerators_give_mps_on_apple_silicon_and_a_worker_per_gpu(monke
 
 def test_slots_from_the_environment(monkeypatch):
     monkeypatch.delenv("FEEDBACK_LAB_RUNS_PER_DEVICE", raising=False)
-    assert slots_from_environment() == 1
+    assert slots_from_environment() == RUNS_PER_DEVICE
     monkeypatch.setenv("FEEDBACK_LAB_RUNS_PER_DEVICE", "3")
     assert slots_from_environment() == 3
     monkeypatch.setenv("FEEDBACK_LAB_RUNS_PER_DEVICE", "0")

@@ -7,13 +7,14 @@ import pytest
 
 from app import limits
 from app.cli import build_parser
+from app.cluster import RUNS_PER_DEVICE
 from app.limits import ServerLimits, SessionCount, from_environment
 from app.server import FULL
 
 
 def test_every_limit_has_a_default_an_option_a_variable_and_one_line_of_help():
     help_text = build_parser()._subparsers._group_actions[0].choices["serve"].format_help()
-    assert ServerLimits().max_runs_per_device == 1 and ServerLimits().max_sessions == 60
+    assert ServerLimits().max_runs_per_device == RUNS_PER_DEVICE and ServerLimits().max_sessions == 60
     for field in dataclasses.fields(ServerLimits):
         assert limits.option(field.name) in help_text
         assert limits.variable(field.name).startswith("FEEDBACK_LAB_")

@@ -1,0 +1,388 @@
+"""A class's live runs: one computation per distinct run, however many learners ask for it.
+
+A live run's numbers are a function of what it is given: the model and the reward (their files),
+every setting, the seed and the device's kind. On the CPU, with one torch thread per run
+(app.model_jobs.train_on_worker), two runs of the same settings give the same metrics and
+replies to the last digit (tests/app/test_shared_runs.py), so when thirty learners press Start
+on the page's defaults the server trains one run and all thirty watch it:
+
+- `run_key` names a run by all of that; a GPU run is never shared (its kernels are not
+  bitwise reproducible), so it gets no key.
+- `ClassRuns.watch` joins a learner to the run of that key training in this web process, or
+  starts it (`SharedRun`). Every learner's page walks `SharedRun.follow`: the run so far at
+  once, then each new step.
+- A learner's Stop (or closed tab) leaves the run; the computation stops when no learner is
+  left on it, since on a class server the cores are what every other run waits for. The
+  folder keeps every step done, listed as interrupted.
+- Pause holds the learner's own view; the computation holds only when every learner on it has
+  paused (then it keeps its device, as a paused run always has), so no learner can freeze a run
+  another one watches. Resume shows the newest step.
+- `finished_run` finds a run of the same key that already ran to its end in the runs folder
+  (whatever web process trained it, and after a restart); `replay` shows it from its files, at
+  once or at the pace it trained.
+- `start_estimate` says when a run waiting for its device should start, from the steps the
+  runs ahead of it have left and how fast they go.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from app.cluster import POLL_SECONDS, Cluster, job_device
+from app.model_jobs import LiveRun, LiveState, model_folders, run_steps
+from app.runs import Run, eval_result_from_record, list_runs, read_run, sample_from_record
+from engines.lm.settings import EMBEDDED, REWARD_PREFIX, LMSettings
+
+LOG = logging.getLogger("feedback_lab")
+KEY_FORMAT = 1
+"""Bumped when what fixes a run's numbers changes, so that runs of an older recipe are not served as new ones."""
+ESTIMATE_SECONDS = 2.0
+"""Seconds between two estimates of a waiting run's start."""
+REPLAY_SPEED = 1.0
+"""A finished run replayed at its pace: seconds shown per second it trained."""
+
+
+# ----------------------------------------------------------------------------- naming a run
+
+
+def _files_stamp(path: Path) -> list:
+    """(name, size, modification time) of a file, or of each file in a folder: what identifies local weights."""
+    path = Path(path)
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path]
+    return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists()]
+
+
+def source_stamp(name: str, runs_dir: Path) -> list | str:
+    """What identifies a model or reward by name: its files for the embedded model, a folder or a saved reward
+    model; the cached revision of a hub id (the name alone before it is downloaded); a package's version."""
+    if name == EMBEDDED:
+        from engines.lm.models import EMBEDDED_DIR
+
+        return _files_stamp(EMBEDDED_DIR)
+    if name.startswith(REWARD_PREFIX):
+        return _files_stamp(Path(name[len(REWARD_PREFIX):]))
+    if name == "vader":
+        return f"vaderSentiment {metadata.version('vaderSentiment')}"
+    folder = Path(name).expanduser()
+    if folder.is_dir() and any(folder.resolve().is_relative_to(f.resolve()) for f in model_folders(runs_dir)):
+        return _files_stamp(folder)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+    except Exception:  # not a hub id at all: the run itself will say so
+        return name
+    return Path(cached).parent.name if isinstance(cached, str) else name  # snapshots/REVISION/config.json
+
+
+def run_key(settings: LMSettings, device: str, runs_dir: Path) -> str | None:
+    """The name of everything that fixes a run's numbers (`settings` with the device the cluster chose), or None
+    for a run that is not shared (any device but the CPU)."""
+    if device != "cpu":
+        return None
+    named = {
+        "format": KEY_FORMAT, "settings": dataclasses.asdict(replace(settings, device=device)),
+        "model": source_stamp(settings.model, runs_dir), "reward": source_stamp(settings.reward, runs_dir),
+        "versions": [metadata.version(p) for p in ("feedback-lab", "torch", "transformers")],
+    }
+    return hashlib.sha256(json.dumps(named, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+# ----------------------------------------------------------------------------- one computation, many learners
+
+
+class SharedRun:
+    """One live run's computation in this web process and the learners watching it.
+
+    A thread walks the run's LiveRun.states() and keeps the newest state; each learner's page
+    walks `follow(viewer)` on its own stream thread. `viewer` is any object that stands for one
+    learner's page.
+    """
+
+    def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None):
+        self.key, self.settings = key, settings
+        self.live = LiveRun(settings, runs_dir, cluster, key=key)
+        self.state = LiveState("loading", settings)
+        self.started_by: object | None = None
+        self.ended = False
+        self.stopping = False
+        """Set when the last learner left: the computation ends after its step in flight, and nobody joins it."""
+        self._version = 0
+        self._watchers: set = set()
+        self._paused: set = set()
+        self._changed = threading.Condition()
+        self._on_end = on_end
+        self._thread = threading.Thread(target=self._drive, name="feedback-lab-shared-run", daemon=True)
+
+    def start(self, viewer) -> None:
+        self.started_by = viewer
+        self.join(viewer)
+        self._thread.start()
+
+    @property
+    def watchers(self) -> int:
+        """Learners on the run in this web process."""
+        return len(self._watchers)
+
+    @property
+    def joinable(self) -> bool:
+        return not (self.ended or self.stopping)
+
+    def _drive(self) -> None:
+        estimated_at = -math.inf
+        try:
+            for state in self.live.states():
+                if state.phase == "queued" and self.live.job is not None:
+                    if time.monotonic() - estimated_at > ESTIMATE_SECONDS:  # it reads run folders: not at every poll
+                        estimated_at, starts_in = time.monotonic(), estimate_start(self.live.cluster, self.live.job.key,
+                                                                                   self.live.runs_dir)
+                    state = replace(state, starts_in=starts_in)
+                self._publish(state)
+        except Exception as error:  # a bug of one run must not leave its learners waiting forever
+            LOG.exception("A live run failed")
+            self._publish(replace(self.state, phase="error", message=f"The run stopped on an unexpected error ({type(error).__name__})."))
+        finally:
+            with self._changed:
+                self.ended = True
+                self._version += 1
+                self._changed.notify_all()
+            if self._on_end is not None:
+                self._on_end(self)
+
+    def _publish(self, state: LiveState) -> None:
+        with self._changed:
+            self.state = state
+            self._version += 1
+            self._changed.notify_all()
+
+    def join(self, viewer) -> None:
+        with self._changed:
+            self._watchers.add(viewer)
+        self._hold_if_all_paused()
+
+    def leave(self, viewer) -> None:
+        """`viewer` leaves (Stop, its tab closed). The last one to leave stops the computation and stays on it to
+        the end, so that it sees the step in flight written."""
+        with self._changed:
+            if viewer not in self._watchers:
+                return
+            self._paused.discard(viewer)
+            last = self._watchers == {viewer} and not self.ended
+            if last:
+                self.stopping = True
+            else:
+                self._watchers.discard(viewer)
+            self._changed.notify_all()
+        if last:
+            self.live.stop()
+        else:
+            self._hold_if_all_paused()
+
+    def pause(self, viewer) -> None:
+        """Hold `viewer`'s view at the step it shows; the run holds too once every learner on it has paused."""
+        with self._changed:
+            if viewer in self._watchers:
+                self._paused.add(viewer)
+        self._hold_if_all_paused()
+
+    def resume(self, viewer) -> None:
+        with self._changed:
+            self._paused.discard(viewer)
+            self._changed.notify_all()
+        self._hold_if_all_paused()
+
+    def _hold_if_all_paused(self) -> None:
+        with self._changed:
+            hold = bool(self._watchers) and self._paused == self._watchers
+        if hold:
+            self.live.pause()
+        else:
+            self.live.resume()
+
+    def follow(self, viewer) -> Iterator[LiveState]:
+        """The run's newest state at once, then each new one until the run ends or `viewer` leaves; nothing new
+        while `viewer` is paused (the same state every POLL_SECONDS, so that the reader can stop meanwhile)."""
+        seen, state = -1, self.state
+        while True:
+            with self._changed:
+                if viewer not in self._watchers:
+                    return
+                if self._version == seen or viewer in self._paused:
+                    self._changed.wait(POLL_SECONDS)
+                if viewer in self._paused:
+                    state = replace(state, phase="paused")  # the step this learner saw last, held
+                else:
+                    state, seen = self.state, self._version
+                ended = self.ended and seen == self._version
+            yield state
+            if ended:
+                return
+
+
+class ClassRuns:
+    """The live runs of this web process by key: who starts one, who joins one, and which are training."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._runs: list[SharedRun] = []
+
+    def watch(self, key: str | None, settings: LMSettings, device: str, runs_dir: Path, cluster: Cluster,
+              viewer) -> tuple[SharedRun, bool]:
+        """The run `viewer` watches for `settings` on `device` (named `key`, run_key's), and whether another learner
+        started it (joined)."""
+        runs_dir = Path(runs_dir)
+        with self._lock:
+            for run in self._runs:
+                if key is not None and run.key == key and run.live.runs_dir == runs_dir and run.joinable:
+                    run.join(viewer)
+                    return run, True
+            run = SharedRun(key, replace(settings, device=device), runs_dir, cluster, on_end=self._ended)
+            self._runs.append(run)
+        run.start(viewer)
+        return run, False
+
+    def open(self, folder_name: str, runs_dir: Path, viewer) -> SharedRun | None:
+        """Join the run training in this process into `runs_dir`/`folder_name`, if there is one."""
+        with self._lock:
+            for run in self._runs:
+                folder = run.state.folder
+                if folder is not None and folder.name == folder_name and run.live.runs_dir == Path(runs_dir) and run.joinable:
+                    run.join(viewer)
+                    return run
+        return None
+
+    def _ended(self, run: SharedRun) -> None:
+        with self._lock:
+            if run in self._runs:
+                self._runs.remove(run)
+
+    def training(self, runs_dir: Path) -> list[SharedRun]:
+        """The runs of `runs_dir` under way in this web process, oldest first."""
+        with self._lock:
+            return [run for run in self._runs if run.live.runs_dir == Path(runs_dir)]
+
+    def watchers(self, runs_dir: Path) -> dict[str, int]:
+        """Run folder name -> learners on it in this web process, for the runs that have a folder."""
+        return {run.state.folder.name: run.watchers for run in self.training(runs_dir) if run.state.folder is not None}
+
+
+CLASS_RUNS = ClassRuns()
+"""This web process's live runs."""
+
+
+# ----------------------------------------------------------------------------- finished runs
+
+
+def finished_run(key: str | None, runs_dir: Path) -> Run | None:
+    """The newest run folder of `runs_dir` that ran to its end under `key`, or None."""
+    if key is None:
+        return None
+    done = [run for run in list_runs(runs_dir) if run.config.get("run_key") == key and run.finished]
+    return done[-1] if done else None
+
+
+def settings_of(run: Run) -> LMSettings:
+    """The settings a run folder was trained with (ValueError with one sentence if its config.json has none usable)."""
+    try:
+        return LMSettings(**run.config["settings"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"The run {run.id} has no readable settings in its config.json ({error}).") from None
+
+
+def replay(run: Run, at_pace: bool = False) -> Iterator[LiveState]:
+    """A run folder as the live page's states: everything at once, or step by step at the pace it trained.
+
+    The evaluations read back keep the worked example of their first reply (eval.jsonl keeps
+    that one, token by token).
+    """
+    settings = settings_of(run)
+    folder, device = run.folder, run.config.get("device", settings.device)
+    evals = [eval_result_from_record(e) for e in run.evals]
+    samples = {s["step"]: tuple(sample_from_record(x) for x in s["samples"]) for s in run.samples}
+
+    def upto(step: int) -> LiveState:
+        metrics = tuple(m for m in run.metrics if m["step"] <= step)
+        shown = tuple(i for i, e in enumerate(run.evals) if e["step"] <= step)
+        return LiveState("running", settings, device=device, folder=folder, metrics=metrics, step=step,
+                         evals=tuple(run.evals[i] for i in shown), eval_results=tuple(evals[i] for i in shown),
+                         samples=samples.get(step, ()))
+
+    if not at_pace:
+        yield upto(run.metrics[-1]["step"] if run.metrics else 0)
+        return
+    yield upto(0)
+    for m in run.metrics:
+        time.sleep(max(float(m.get("step_time", 0.0)), 0.0) / REPLAY_SPEED)
+        yield upto(m["step"])
+
+
+def find_run(name: str, runs_dir: Path) -> Run:
+    """The run folder `name` of `runs_dir` (ValueError with one sentence for a name that is not one of its runs)."""
+    runs_dir = Path(runs_dir)
+    folder = runs_dir / name
+    if not name or "/" in name or "\\" in name or name in (".", "..") or not (folder / "config.json").is_file():
+        raise ValueError(f"There is no run named {name[:80]!r} on this server; the runs it has are listed under 'The room's runs'.")
+    return read_run(folder)
+
+
+# ----------------------------------------------------------------------------- waiting
+
+
+def estimate_start(cluster: Cluster, key: str, runs_dir: Path) -> float | None:
+    """Seconds until the waiting job `key` should start (None while no worker holds it yet), from the cluster's
+    line for its device and the run folders in `runs_dir` of the runs training on it.
+
+    A job ahead that is not a live run (a reward model's training, say) counts as a run of as
+    many steps as this one.
+    """
+    device = job_device(key)
+    jobs = sorted((j for j in cluster.jobs() if job_device(j[0]) == device), key=lambda j: j[2])
+    waiting = [k for k, running, _, _ in jobs if not running]
+    if key not in waiting:
+        return None
+    own = run_steps(key)
+    running = []
+    for _, is_running, _, run_id in jobs:
+        if is_running and run_id:
+            run = read_run(Path(runs_dir) / run_id)
+            times = [m.get("step_time", 0.0) for m in run.metrics[-10:]]
+            steps = run.config.get("settings", {}).get("steps", own)
+            running.append((run.metrics[-1]["step"] if run.metrics else 0, steps, float(np.median(times)) if times else 0.0))
+        elif is_running:
+            running.append((0, own, 0.0))
+    ahead = [run_steps(k) or own for k in waiting[: waiting.index(key)]]
+    return start_estimate(waiting.index(key) + 1, cluster.capacity(device), running, ahead)
+
+
+def start_estimate(position: int, slots: int, running: list[tuple[int, int, float]], waiting: list[int],
+                   load_seconds: float = 2.0) -> float | None:
+    """Seconds until the run at `position` (1 = next) in its device's line starts (None before any run's pace is known).
+
+    `running`: (steps done, steps in all, seconds per step) of each run training on the device;
+    `waiting`: the steps of each run ahead in line. A run that finishes frees its slot for the
+    next in line; a run whose pace is not known yet, and every waiting run, is taken to go at the
+    median pace of those training (the device as loaded as now), plus `load_seconds` to load.
+    """
+    paces = [pace for _, _, pace in running if pace > 0]
+    if not paces:
+        return None  # nothing trains at a known pace yet
+    pace = float(np.median(paces))
+    left = [max(total - done, 0) * (p if p > 0 else pace) for done, total, p in running]
+    free = sorted(left + [0.0] * max(slots - len(running), 0))[:max(slots, 1)]
+    for steps in waiting[: max(position - 1, 0)]:
+        t = free.pop(0)
+        free.append(t + load_seconds + steps * pace)
+        free.sort()
+    return free[0]

@@ -1,0 +1,235 @@
+"""A class's live runs: one computation per distinct run on this test session's local Dask cluster, joined by every
+page that asks for it; a finished run shown from its files; Stop and Pause on a shared run; the room's list;
+a killed worker under a shared run; a forged run name; the estimated start of a waiting run."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from app.cluster import current as current_cluster
+from app.model_jobs import run_steps
+from app.pages.live_run import LiveRunPage
+from app.runs import list_runs, read_run
+from app.shared_runs import CLASS_RUNS, replay, run_key, start_estimate
+from app.text.live_run import FINISHED, JOINED
+from engines.lm.settings import LMSettings
+from tests.app.test_cluster import own, pid_then_count
+
+TINY = {"prompts": "2", "replies": "2", "T": "6", "eval_prompts": "2", "eval_replies": "2"}
+"""A step of a fraction of a second on two shared cores."""
+
+
+def wait_for(condition, timeout=90.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def tiny_page(runs_dir, steps: int, **query) -> LiveRunPage:
+    return LiveRunPage(query=TINY | {"steps": str(steps), "eval_every": str(steps)} | query, runs_dir=runs_dir)
+
+
+def shown_steps(pg: LiveRunPage) -> list:
+    return list(pg.curves.steps.data["step"])
+
+
+def no_job_left():
+    wait_for(lambda: current_cluster().overview() == [])
+
+
+def test_the_key_names_everything_that_fixes_a_runs_numbers_and_no_gpu_run(tmp_path):
+    s = LMSettings()
+    assert run_key(s, "cpu", tmp_path) == run_key(LMSettings(), "cpu", tmp_path)
+    for other in (LMSettings(beta=0.0), LMSettings(seed=1), LMSettings(T=12), LMSettings(reward="lvwerra/distilbert-imdb")):
+        assert run_key(other, "cpu", tmp_path) != run_key(s, "cpu", tmp_path)
+    assert run_key(s, "cuda", tmp_path) is None and run_key(s, "mps", tmp_path) is None
+
+
+def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_path):
+    first, second = tiny_page(tmp_path, 12), tiny_page(tmp_path, 12)
+    try:
+        first.start()
+        wait_for(lambda: len(first._state.metrics) >= 2)
+        second.start()
+        assert second.shared_line.visible and JOINED in second.shared_line.object and not first.shared_line.visible
+        # The joiner is shown every step so far at once, then the live ones.
+        wait_for(lambda: len(second._state.metrics) >= 2)
+        assert len(current_cluster().overview()[0].running) == 1  # one job trains for both
+        first.runner.join(120)
+        second.runner.join(30)
+        (folder,) = tmp_path.iterdir()
+        run = read_run(folder)
+        assert run.finished and shown_steps(first) == shown_steps(second) == list(range(1, 13))
+        assert list(first.curves.steps.data["reward"]) == list(second.curves.steps.data["reward"]) == [m["reward"] for m in run.metrics]
+        assert first.samples.object == second.samples.object
+        assert "Finished: all 12 steps" in first.status.object and "Finished: all 12 steps" in second.status.object
+    finally:
+        first.close()
+        second.close()
+    no_job_left()
+
+
+def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at_its_pace(tmp_path):
+    trained = tiny_page(tmp_path, 4)
+    trained.start()
+    trained.runner.join(120)
+    (folder,) = tmp_path.iterdir()
+    later = tiny_page(tmp_path, 4)
+    later.start()
+    later.runner.join(10)
+    assert FINISHED.format(run=folder.name) in later.shared_line.object
+    assert shown_steps(later) == shown_steps(trained) == [1, 2, 3, 4] and later.samples.object == trained.samples.object
+    assert list(later.curves.evals.data["kl_exact"]) == list(trained.curves.evals.data["kl_exact"])
+    assert later.evaluation.lines.object == trained.evaluation.lines.object  # the seed's [eval] lines, from eval.jsonl
+    assert "Finished: all 4 steps" in later.status.object and list(tmp_path.iterdir()) == [folder]  # nothing trained again
+    # At its pace: the steps come one after another, each after the seconds it took to train.
+    run, started = read_run(folder), time.monotonic()
+    states = list(replay(run, at_pace=True))
+    assert [s.step for s in states] == [0, 1, 2, 3, 4] and [len(s.evals) for s in states] == [1, 1, 1, 1, 2]
+    assert time.monotonic() - started >= sum(m["step_time"] for m in run.metrics)
+    paced = tiny_page(tmp_path, 4, at_pace="true")
+    paced.start()
+    paced.runner.join(30)
+    assert shown_steps(paced) == [1, 2, 3, 4] and list(tmp_path.iterdir()) == [folder]
+
+
+def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_path):
+    a, b, c = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)
+    try:
+        a.start()
+        wait_for(lambda: len(a._state.metrics) >= 1)
+        b.start()
+        wait_for(lambda: len(b._state.metrics) >= 1)
+        a.stop()  # a leaves; the run trains on for b
+        a.runner.join(10)
+        assert a.phase == "idle" and "it trains on for the 1 other learner(s)" in a.shared_line.object
+        left_at = len(b._state.metrics)
+        wait_for(lambda: len(b._state.metrics) >= left_at + 2)
+        b.stop()  # the last learner leaves: the computation stops after its step in flight, written and shown
+        b.runner.join(30)
+        (folder,) = tmp_path.iterdir()
+        run = read_run(folder)
+        assert not run.finished and shown_steps(b) == [m["step"] for m in run.metrics]
+        assert "Stopped after step" in b.status.object
+        no_job_left()
+        c.start()  # the stopped run is not joined: a new one starts
+        assert not c.shared_line.visible
+        wait_for(lambda: len(list(tmp_path.glob("*/config.json"))) == 2)
+    finally:
+        for pg in (a, b, c):
+            pg.close()
+    no_job_left()
+
+
+def test_pause_holds_only_the_learners_view_until_every_learner_on_the_run_has_paused(tmp_path):
+    a, b = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)
+    try:
+        a.start()
+        wait_for(lambda: a.phase == "running" and len(a._state.metrics) >= 1)
+        b.start()
+        wait_for(lambda: len(b._state.metrics) >= 1)
+        a.pause()
+        wait_for(lambda: a.phase == "paused")
+        held = len(a._state.metrics)
+        wait_for(lambda: len(b._state.metrics) >= held + 3)  # b's view goes on: a's Pause does not freeze it
+        assert len(a._state.metrics) == held and b.phase == "running"
+        b.pause()  # now every learner on it has paused: the computation holds, keeping its device
+        wait_for(lambda: b.phase == "paused")
+        (run,) = CLASS_RUNS.training(tmp_path)
+        wait_for(lambda: run.state.phase == "paused")
+        on_disk = len(read_run(next(tmp_path.iterdir())).metrics)
+        time.sleep(1.0)
+        assert len(read_run(next(tmp_path.iterdir())).metrics) == on_disk
+        a.resume()  # one learner resumes: the run goes on, and a's view catches up with the newest step
+        wait_for(lambda: len(a._state.metrics) > on_disk)
+        assert b.phase == "paused" and len(b._state.metrics) <= on_disk
+    finally:
+        a.close()
+        b.close()
+    no_job_left()
+
+
+def test_the_rooms_list_counts_the_learners_on_each_run_and_opens_one_live(tmp_path):
+    a, b, c = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400), tiny_page(tmp_path, 3, beta="0.2")
+    try:
+        a.start()
+        wait_for(lambda: a._state.folder is not None)
+        b.start()
+        c.refresh_runs()
+        table = c.runs_list.table.value
+        assert list(table["learners"]) == [2] and list(table["status"]) == ["running"]
+        c.runs_list.table.selection = [0]
+        c.runs_list.open_button.clicks += 1  # Open: c watches a's run live, its controls take its settings
+        assert c.steps == 400 and c.beta == a.beta and c.run == a._state.folder.name
+        wait_for(lambda: len(c._state.metrics) >= 2)
+        c.refresh_runs()
+        assert list(c.runs_list.table.value["learners"]) == [3]
+    finally:
+        for pg in (a, b, c):
+            pg.close()
+    no_job_left()
+
+
+@pytest.mark.parametrize("name,sentence", [
+    ("20261206-000000-embedded-vader-beta0", "There is no run named"),
+    ("..", "There is no run named"),
+])
+def test_a_forged_or_unknown_run_in_a_link_gets_one_sentence_and_the_page_stays_usable(tmp_path, name, sentence):
+    pg = tiny_page(tmp_path, 2, run=name)
+    assert pg.error.visible and sentence in pg.error.object and pg.run == "" and pg.phase == "idle"
+    pg.start()
+    pg.runner.join(120)
+    assert len(list_runs(tmp_path)) == 1 and list_runs(tmp_path)[0].finished
+
+
+def test_a_run_name_that_could_leave_the_runs_folder_is_refused_by_the_link(tmp_path):
+    pg = tiny_page(tmp_path, 2, run="../../etc")
+    assert pg.notice.visible and "run=" in pg.notice.object and pg.run == "" and not pg.error.visible
+
+
+def test_a_killed_worker_under_a_shared_run_tells_every_learner_and_the_next_run_starts(tmp_path):
+    cluster = current_cluster()
+    pid = next(iter(own(cluster.submit("cpu", "which worker", pid_then_count, 0, 0.0).snapshots())))
+    a, b = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)
+    try:
+        a.start()
+        wait_for(lambda: len(a._state.metrics) >= 2)
+        b.start()
+        wait_for(lambda: len(b._state.metrics) >= 2)
+        os.kill(pid, signal.SIGKILL)
+        a.runner.join(60)
+        b.runner.join(60)
+        run = read_run(next(tmp_path.iterdir()))
+        step = run.metrics[-1]["step"]
+        for pg in (a, b):
+            assert pg.error.visible and f"the run stopped at step {step}" in pg.error.object
+        assert [m["step"] for m in run.metrics] == list(range(1, step + 1))
+        wait_for(lambda: cluster.devices() == ["cpu"])  # the nanny's fresh worker (until then Start says to try again)
+        a.steps = 2
+        a.start()  # the next run starts on the fresh worker
+        a.runner.join(120)
+        assert sum(r.finished for r in list_runs(tmp_path)) == 1, a.error.object
+    finally:
+        a.close()
+        b.close()
+    no_job_left()
+
+
+def test_the_steps_of_a_live_runs_job_are_read_from_its_label():
+    assert run_steps("feedback-lab-job-0123|cpu|embedded · vader · β 0.05 · 300 steps") == 300
+    assert run_steps("feedback-lab-job-0123|cpu|reward models · training 400 steps") is None
+
+
+def test_the_estimated_start_frees_the_slots_in_order():
+    # Two slots, both busy: 100 and 40 steps left at 0.5 s a step; the next in line starts when the second frees.
+    assert start_estimate(1, 2, [(200, 300, 0.5), (260, 300, 0.5)], [300], load_seconds=0) == pytest.approx(20.0)
+    # Third in line: the two runs ahead take the slots freed at 20 s and 50 s; the third gets the first of them
+    # again once that run's 300 steps (150 s) and 2 s to load are done.
+    assert start_estimate(3, 2, [(200, 300, 0.5), (260, 300, 0.5)], [300, 300], load_seconds=2) == pytest.approx(172.0)
+    # A run whose pace is not known yet goes at the median pace; a free slot means now.
+    assert start_estimate(1, 2, [(0, 100, 0.0), (50, 100, 1.0)], [100], load_seconds=0) == pytest.approx(50.0)
+    assert start_estimate(1, 3, [(0, 100, 1.0)], [100]) == 0.0
+    assert start_estimate(1, 1, [(0, 100, 0.0)], [100]) is None
