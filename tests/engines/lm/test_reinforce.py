@@ -1,5 +1,7 @@
 """Seed 000 sections 6.11 and 6.12: the REINFORCE step on a language model, piece by piece (tests.engines.lm.tiny_models)."""
 
+import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -7,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines.lm.reinforce import distinct_n, loo_advantages
-from engines.lm.results import EvalResult, worked_example
+from engines.lm.reinforce import LMRun, distinct_n, loo_advantages
+from engines.lm.results import EvalResult, StepResult, worked_example
 from engines.lm.sampling import reply_logits, sample_replies, token_logp
 from engines.lm.settings import SEED_LR, LMSettings, default_lr
 from engines.policy_gradient import shaped_rewards
@@ -125,3 +127,42 @@ def test_feelings_run_carries_the_gold_score():
     reviews = LMSettings(steps=1, prompts=2, replies=2, T=4, eval_prompts=2, eval_replies=1, keep_samples=0, device="cpu")
     steps, evals = train_lm(reviews, reward=Length())
     assert steps[0].gold is None and evals[0].gold is None
+
+
+# ----------------------------------------------------------------------------- a run is a function of its settings
+
+
+def results_without_timing(settings: LMSettings) -> list:
+    """Every result of a run of the embedded model, its wall-clock step time left out."""
+    return [replace(r, step_time=0.0) if isinstance(r, StepResult) else r for r in LMRun(settings).steps()]
+
+
+def test_two_runs_with_the_same_settings_give_the_same_numbers_and_replies_even_side_by_side():
+    """What lets a class share one computation per distinct run (app/shared_runs.py): on the CPU with one torch
+    thread, a run's metrics, replies and evaluations are a function of its settings, also when two runs step at the
+    same time in two threads of one process, as a worker runs them. Another seed gives other numbers."""
+    settings = LMSettings(steps=3, prompts=2, replies=2, T=6, eval_every=2, eval_prompts=2, eval_replies=2, keep_samples=2,
+                          device="cpu")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = results_without_timing(settings)
+        side_by_side: list = [None, None]
+        workers = [threading.Thread(target=lambda i=i: side_by_side.__setitem__(i, results_without_timing(settings)))
+                   for i in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        other_seed = results_without_timing(replace(settings, seed=1))
+    finally:
+        torch.set_num_threads(threads)
+    assert len(alone) == 3 + 3  # three steps, evaluations at steps 0, 2 and 3
+    for run in side_by_side:
+        assert len(run) == len(alone)
+        for a, b in zip(alone, run):
+            assert type(a) is type(b)
+            for field in a.__dataclass_fields__:
+                x, y = getattr(a, field), getattr(b, field)
+                assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, field
+    assert [r.reward for r in other_seed] != [r.reward for r in alone]
