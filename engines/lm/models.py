@@ -163,12 +163,22 @@ def hub_files(siblings) -> tuple[tuple[str, int], ...]:
     return ()
 
 
+CACHED_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+"""The weight files (or shard indexes) of which one, beside config.json, makes a hub id count as cached."""
+
+
 def in_cache(name: str) -> bool:
-    """True when the hub id `name` already has a config in the local Hugging Face cache (no network asked)."""
+    """True when the hub id `name` already has a config and weights in the local Hugging Face cache (no network asked).
+
+    A config alone (a download cut short) does not count: loading would fetch the weights, unsized and unchecked.
+    """
     from huggingface_hub import try_to_load_from_cache
 
+    def cached(file: str) -> bool:
+        return isinstance(try_to_load_from_cache(name, file), str)
+
     try:
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+        return cached("config.json") and any(cached(file) for file in CACHED_WEIGHTS)
     except ValueError:  # not of a hub id's form: it cannot be in the cache
         return False
 

@@ -21,7 +21,7 @@ from app.model_jobs import ONE_DOWNLOAD, frontier_views
 from app.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment
 from app.pages.live_run import LiveRunPage
 from app.runs import read_run
-from engines.lm.models import DownloadStopped
+from engines.lm.models import DownloadStopped, is_local
 from engines.lm.settings import EMBEDDED_DIR
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
@@ -126,6 +126,7 @@ def test_the_default_offers_the_embedded_model_and_what_the_model_folders_and_th
     got = from_environment(None, {}, runs)
     assert got == Offer(models=("embedded", str(runs / "my-model"), "owner/small-lm"), rewards=("owner/sentiment",))
     assert check_offer(got, 1000) == []  # everything offered is on this machine: the hub is not asked
+    assert is_local("owner/small-lm") and not is_local("owner/cut-short")  # a config alone is no model on this machine
 
 
 def test_the_options_win_over_the_variables_and_the_reward_menu_keeps_vader_and_the_saved_reward_models(tmp_path, offer):
