@@ -2,7 +2,7 @@
 
     feedback-lab figures NAME [options] [--json]
     feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin]
-                       [--scheduler tcp://HOST:PORT] [limits]
+                       [--scheduler tcp://HOST:PORT] [--models NAMES] [--rewards NAMES] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
     feedback-lab train-reward --pairs FILE --out FILE [--json]
@@ -11,7 +11,7 @@
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
 `serve` starts the web app (see `app/server.py`) and the Dask cluster its model jobs run on,
-or joins one (see `app/cluster.py`); `lab` writes the lab's notebook (see `app/lab/`); the
+or joins one (see `app/cluster.py`), offering its learners the models of `--models` (see `app/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); the
 others run the language-model work without a browser, writing the same files as the pages.
 Every option of a figure
 or a run is a field of its settings dataclass, with the same default and the same
@@ -26,7 +26,7 @@ import json
 import os
 import sys
 
-from app import limits
+from app import limits, offered
 from app.cluster import SCHEDULER_VARIABLE
 from app.figures import FIGURES
 from app.options import add_settings_options, settings_from_args
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                        help=f"run the model jobs on the Dask cluster of this scheduler (default: ${SCHEDULER_VARIABLE}, "
                             "else a local cluster of worker processes started with the server)")
+    offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
         commands.add_parser(name, help=help_text, add_help=False)  # main() hands these their own options
@@ -96,9 +97,14 @@ def websocket_origins(given: list[str] | None) -> list[str] | None:
 def run_server(args: argparse.Namespace) -> int:
     try:
         server_limits = limits.from_environment(args)
+        offer = offered.from_environment(args)
+        notes = offered.check_offer(offer, server_limits.max_download_mb)
     except ValueError as error:
         print(f"feedback-lab serve: error: {error}", file=sys.stderr)
         return 2
+    for note in notes:
+        print(f"feedback-lab serve: note: {note}", file=sys.stderr)
+    offered.install(offer)
     # The cluster reads its slots when first imported, so the option reaches it through its variable.
     os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
     from app import cluster

@@ -10,8 +10,8 @@ FEEDBACK_LAB_RUNS_PER_DEVICE (app/cluster.py), so that both read the same settin
 They are set once, at start-up, and only read afterwards.
 
 A language-model run's controls are bounded by them (`LIMITED`): a link asking for more is set
-to the limit (`clamp_query`), a run asking for more is refused (`limit_problem`), and a model
-name is checked before any worker is asked to load it (`model_problem`), each with one sentence.
+to the limit (`clamp_query`) and a run asking for more is refused (`limit_problem`), each with one
+sentence. Which models a run may load, and the download bound, are app/offered.py's.
 """
 
 from __future__ import annotations
@@ -20,18 +20,13 @@ import argparse
 import dataclasses
 import math
 import os
-import re
 import threading
 import time
-import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import param
 
 from app.cluster import RUNS_PER_DEVICE, SLOTS_VARIABLE
-from engines.lm.settings import EMBEDDED
 from engines.settings import field_docs, require
 
 ENV_PREFIX = "FEEDBACK_LAB_"
@@ -69,6 +64,8 @@ class ServerLimits:
     """Seconds between the server's full garbage collections: a closed page's memory is freed within them (> 0)."""
     ready_pages: int = 5
     """Sessions of each analytic page kept built before they are asked for, for a lesson's opening (>= 0; 0: none)."""
+    max_download_mb: int = 2000
+    """Largest download of an offered hub model or classifier, in MB (>= 1; GPT-2 small is 551 MB, medium 1,524 MB)."""
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -221,12 +218,6 @@ LIMITED = {
     "T": ("max_reply_tokens", "tokens per reply"),
 }
 """The controls the server's limits bound: control -> (ServerLimits field, what it counts)."""
-MODEL_CHARS = 200
-"""Longest model name, hub id or folder a run takes (less where the server's max_prompt_chars is less)."""
-MODEL_PATTERN = rf"^[^\x00-\x1f]{{0,{MODEL_CHARS}}}$"
-"""A model name from a link: printable, at most MODEL_CHARS characters (the text box says more, see model_problem)."""
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-"""The form of a hub id: a name, or owner/name."""
 
 
 def bound_controls(page: param.Parameterized, limits: ServerLimits) -> dict[str, int]:
@@ -268,54 +259,3 @@ def limit_problem(settings, highest: dict[str, int]) -> str:
         if value > n:
             return f"This server allows at most {n} {LIMITED[name][1]}; this run asks for {value}, so it was not started."
     return ""
-
-
-def shown_path(path: Path) -> str:
-    """A folder as a sentence names it: relative to the working folder when inside it."""
-    path = path.resolve()
-    return f"{path.relative_to(Path.cwd())}/" if path.is_relative_to(Path.cwd()) else f"{path}/"
-
-
-def model_problem(name: str, folders: tuple[Path, ...], max_chars: int) -> str:
-    """Why the model box's text cannot be a model, in one sentence ('' when it may be one).
-
-    A folder must lie inside `folders` (what this server lets a learner load); a hub id
-    must have a hub id's form. Whether the hub has it is learned when the run starts.
-    """
-    where = " or ".join(shown_path(f) for f in folders)
-    if not name.strip():
-        return f"Give a model: 'embedded', a hub id such as gpt2, or a folder in {where}."
-    if len(name) > max_chars:
-        return f"A model name has at most {max_chars} characters; this one has {len(name):,}."
-    if any(unicodedata.category(c) == "Cc" for c in name):
-        return "The model name holds a control character (a line break, a tab or an invisible code); type it on one line."
-    name = name.strip()
-    if name == EMBEDDED:
-        return ""
-    path = Path(name).expanduser()
-    if name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1 or path.is_dir():
-        folder = path.resolve()
-        if not any(folder.is_relative_to(f.resolve()) for f in folders):
-            return f"The folder {name} is outside the folders this server loads models from ({where})."
-        if not (folder / "config.json").is_file():
-            return f"There is no model in the folder {name} (it has no config.json)."
-        return ""
-    if HUB_ID.match(name) is None or "--" in name or ".." in name:
-        return f"'{name}' is not a model name: give 'embedded', a hub id such as gpt2 or distilbert/distilgpt2, or a folder in {where}."
-    return ""
-
-
-def start_problem(typed_model: str, folders: tuple[Path, ...], max_chars: int, make_settings: Callable[[], object],
-                  highest: dict[str, int]) -> tuple[object | None, str]:
-    """(the settings `make_settings()` builds, '') when a run may start with them, or (None, the one sentence why not):
-    the model box's text is no model (model_problem), the engine refuses the settings (its ValueError), or they ask for
-    more than the server allows (limit_problem)."""
-    problem = model_problem(typed_model, folders, max_chars)
-    if problem:
-        return None, problem
-    try:
-        settings = make_settings()
-    except ValueError as error:
-        return None, str(error)
-    problem = limit_problem(settings, highest)
-    return (None, problem) if problem else (settings, "")

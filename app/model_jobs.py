@@ -6,7 +6,8 @@ the web process); what happens on the device happens here, in functions a Dask w
 
 - `LiveRun`: a live REINFORCE run of /live-run (seed 000 sections 6.11 and 6.12). The web
   process checks the settings against the server's limits and downloads a hub model with
-  progress; the worker loads the models (once per worker process), makes the run folder
+  progress, one download at a time and only where the disk and memory have room for it
+  (app/offered.py); the worker loads the models (once per worker process), makes the run folder
   and writes every result to it, flushed, before sending it (app/runs.py).
 - `generate_pairs`, `train_reward_model`, `sweep_tau`: the reward-model page's sampling,
   training and tau_label sweep (seed 001 sections 6 to 8). The web process keeps the newest
@@ -71,7 +72,7 @@ class LiveState:
     """'loading', 'downloading', 'queued', 'running', 'paused' or 'error'."""
     settings: LMSettings
     message: str = ""
-    """The error's sentence (phase 'error')."""
+    """The error's sentence (phase 'error'), or why a download waits (phase 'downloading')."""
     position: int | None = None
     """Place in the device's line (phase 'queued'), 1 = next."""
     device: str = ""
@@ -110,14 +111,6 @@ def advance(state: LiveState, result: StepResult | EvalResult) -> LiveState:
     if isinstance(result, StepResult):
         return replace(state, phase="running", metrics=state.metrics + (step_record(result),), step=result.step, samples=result.samples)
     return replace(state, phase="running", evals=state.evals + (eval_record(result),), eval_results=state.eval_results + (result,))
-
-
-def model_folders(runs_dir: Path) -> tuple[Path, ...]:
-    """Where a run's model folder may lie: the bundled models and the runs folder (nothing else on the server is read)."""
-    # engines.lm.models loads torch: imported here, so that a page importing this module loads without it (workers train).
-    from engines.lm.models import EMBEDDED_DIR
-
-    return (EMBEDDED_DIR.parent, Path(runs_dir))
 
 
 def run_label(settings: LMSettings) -> str:
@@ -198,12 +191,8 @@ class LiveRun:
     def downloads(self) -> list[tuple]:
         """(what, engines.lm.models.Download or None) for the model and the reward: only hub ids not yet cached download."""
         from engines.lm.models import download_size
-        from engines.lm.rewards import SEED_CLASSIFIER
 
-        s = self.settings
-        model = download_size(s.model, "model")
-        reward = download_size(s.reward, "reward classifier") if s.reward == SEED_CLASSIFIER else None
-        return [("model", model), ("reward", reward)]
+        return [(what, download_size(name, kind) if kind else None) for what, name, kind in model_files(self.settings)]
 
     def states(self) -> Iterator[LiveState]:
         """Download, submit, wait for the device, train: a LiveState after every change."""
@@ -255,28 +244,60 @@ class LiveRun:
             yield replace(state, phase="error", message=str(error) if state.folder is None else f"The run stopped: {error}")
 
 
-def fetching(state: LiveState, download) -> Iterator[LiveState]:
-    """Download on a helper thread, yielding its progress every POLL_SECONDS seconds; returns the folder.
+def model_files(settings) -> list[tuple[str, str, str]]:
+    """(what, name, kind) of the model and the reward of `settings`; kind is '' for a reward that reads no model files
+    (VADER, a saved reward model), else 'model' or 'reward classifier'."""
+    from app.offered import is_classifier
 
-    A Stop closes this generator at a yield; the helper thread then finishes the download into
-    the cache on its own (it cannot be cut short), and the next run finds it there. The download
-    goes to this machine's Hugging Face cache, which the local cluster's workers share.
+    return [("model", settings.model, "model"), ("reward", settings.reward, "reward classifier" if is_classifier(settings.reward) else "")]
+
+
+ONE_DOWNLOAD = threading.Lock()
+"""Held while a download runs: one at a time per server, so that two downloads never pass the disk check together."""
+
+
+def fetching(state: LiveState, download) -> Iterator[LiveState]:
+    """Wait for the server's other download, check the room for this one, download it on a helper thread, yielding
+    its progress every POLL_SECONDS seconds; returns the folder.
+
+    A Stop closes this generator at a yield: the helper thread is told to stop, the hub client's
+    threads end at their next piece received and the lock is released; the files fully fetched stay
+    in this machine's Hugging Face cache (which the local cluster's workers share).
     """
+    from app.limits import current as current_limits
+    from app.offered import room_problem
     from engines.lm.models import ModelNotAvailable, fetch
 
-    done, outcome = [0], {}
+    waiting = replace(state, phase="downloading", download=(download.name, 0, download.size),
+                      message="Another download on this server comes first; this one starts when it ends.")
+    while not ONE_DOWNLOAD.acquire(timeout=POLL_SECONDS):
+        yield waiting
+    done, outcome, stopped = [0], {}, threading.Event()
 
     def work():
         try:
-            outcome["folder"] = fetch(download, progress=lambda n, _total: done.__setitem__(0, n))
+            outcome["folder"] = fetch(download, progress=lambda n, _total: done.__setitem__(0, n), stopped=stopped)
         except ModelNotAvailable as error:
             outcome["error"] = error
+        finally:
+            ONE_DOWNLOAD.release()
 
+    try:
+        problem = room_problem(download, current_limits().max_download_mb)
+    except BaseException:
+        ONE_DOWNLOAD.release()
+        raise
+    if problem:
+        ONE_DOWNLOAD.release()
+        raise ModelNotAvailable(problem)
     worker = threading.Thread(target=work, daemon=True, name=f"feedback-lab-download-{download.name}")
     worker.start()
-    while worker.is_alive():
-        yield replace(state, phase="downloading", download=(download.name, done[0], download.size))
-        worker.join(POLL_SECONDS)
+    try:
+        while worker.is_alive():
+            yield replace(state, phase="downloading", download=(download.name, done[0], download.size))
+            worker.join(POLL_SECONDS)
+    finally:
+        stopped.set()  # closed at a yield (a Stop, a closed tab): the download ends too
     if "error" in outcome:
         raise outcome["error"]
     return outcome["folder"]
@@ -458,8 +479,12 @@ def sweep_tau(pairs, taus, settings, label_seed: int, cluster: Cluster | None = 
 def frontier_on_worker(settings) -> Iterator:
     """On the worker: engines.lm.frontier's FrontierProgress per batch of prompts, the models loaded once per worker."""
     from engines.lm.frontier import LMFrontier
-    from engines.lm.models import resolve_device
+    from engines.lm.models import ModelNotAvailable, is_local, resolve_device
 
+    for _, name, kind in model_files(settings):
+        if kind and not is_local(name):  # a download belongs to a live run, with its progress, bound and checks
+            raise ModelNotAvailable(f"The {kind} '{name}' is not on this machine yet: a live run of it downloads it, "
+                                    "then its frontier can be sampled.")
     device = resolve_device(settings.device)
     model, tokenizer = MODELS.model(settings.model, device)
     reward = MODELS.reward(settings.reward, device)
@@ -521,7 +546,13 @@ class FrontierView:
 def frontier_views(source: dict, prompts: int, samples: int, seed: int, cluster: Cluster | None = None) -> Iterator:
     """Wait for the device on the cluster (Queued snapshots), then sample and score there (the worker loads the
     model and the reward once): a FrontierView per batch. Torch is never imported in this process."""
+    from app.offered import current as current_offer, source_problem
+
     yield FrontierView(total=prompts, samples=samples)
+    problem = source_problem(source["model"], source["reward"], current_offer())
+    if problem:
+        yield FrontierView(total=prompts, samples=samples, message=problem)
+        return
     try:
         settings = LMFrontierSettings(prompts=prompts, samples=samples, seed=seed, **source)
         for progress in frontier_progress(settings, cluster):

@@ -216,11 +216,11 @@ def is_learned(reward: str) -> bool:
 
 
 def reward_options(root: Path) -> dict[str, str]:
-    """A run's choice of reward, label -> reward: the registered rewards, then each reward model saved under `root` by file name."""
-    # engines.lm.rewards loads torch: imported here, so that a page listing runs loads without it.
-    from engines.lm.rewards import REWARDS
+    """A run's choice of reward, label -> reward: VADER and the classifiers this server offers (app/offered.py), then
+    each reward model saved under `root` by file name."""
+    from app.offered import reward_classifiers
 
-    return {name: name for name in REWARDS} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
+    return {name: name for name in reward_classifiers()} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
 
 
 def run_status(run: Run, running: set[str]) -> str:

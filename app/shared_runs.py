@@ -41,9 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from app.cluster import POLL_SECONDS, Cluster, job_device
-from app.model_jobs import LiveRun, LiveState, model_folders, run_steps
+from app.model_jobs import LiveRun, LiveState, run_steps
+from app.offered import is_folder
 from app.runs import Run, eval_result_from_record, list_runs, read_run, sample_from_record
-from engines.lm.settings import EMBEDDED, REWARD_PREFIX, LMSettings
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
 
 LOG = logging.getLogger("feedback_lab")
 KEY_FORMAT = 1
@@ -64,20 +65,18 @@ def _files_stamp(path: Path) -> list:
     return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists()]
 
 
-def source_stamp(name: str, runs_dir: Path) -> list | str:
+def source_stamp(name: str) -> list | str:
     """What identifies a model or reward by name: its files for the embedded model, a folder or a saved reward
     model; the cached revision of a hub id (the name alone before it is downloaded); a package's version."""
     if name == EMBEDDED:
-        from engines.lm.models import EMBEDDED_DIR
-
         return _files_stamp(EMBEDDED_DIR)
     if name.startswith(REWARD_PREFIX):
         return _files_stamp(Path(name[len(REWARD_PREFIX):]))
     if name == "vader":
         return f"vaderSentiment {metadata.version('vaderSentiment')}"
-    folder = Path(name).expanduser()
-    if folder.is_dir() and any(folder.resolve().is_relative_to(f.resolve()) for f in model_folders(runs_dir)):
-        return _files_stamp(folder)
+    if is_folder(name):
+        folder = Path(name).expanduser()
+        return _files_stamp(folder) if folder.is_dir() else name
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -87,14 +86,14 @@ def source_stamp(name: str, runs_dir: Path) -> list | str:
     return Path(cached).parent.name if isinstance(cached, str) else name  # snapshots/REVISION/config.json
 
 
-def run_key(settings: LMSettings, device: str, runs_dir: Path) -> str | None:
+def run_key(settings: LMSettings, device: str) -> str | None:
     """The name of everything that fixes a run's numbers (`settings` with the device the cluster chose), or None
     for a run that is not shared (any device but the CPU)."""
     if device != "cpu":
         return None
     named = {
         "format": KEY_FORMAT, "settings": dataclasses.asdict(replace(settings, device=device)),
-        "model": source_stamp(settings.model, runs_dir), "reward": source_stamp(settings.reward, runs_dir),
+        "model": source_stamp(settings.model), "reward": source_stamp(settings.reward),
         "versions": [metadata.version(p) for p in ("feedback-lab", "torch", "transformers")],
     }
     return hashlib.sha256(json.dumps(named, sort_keys=True, default=str).encode()).hexdigest()[:20]

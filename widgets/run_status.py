@@ -39,7 +39,7 @@ def status_html(state, label: str) -> str:
     if state.phase == "downloading":
         name, done, total = state.download
         return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
-                "(once only: it is kept in this machine's Hugging Face cache).</p>")
+                f"(once only: it is kept in this machine's Hugging Face cache).{' ' + html.escape(state.message) if state.message else ''}</p>")
     if state.phase == "queued":
         # The place is known once the scheduler has handed the job to a worker, a moment after it was asked for.
         place = "in line" if state.position is None else f"number {state.position} in line"

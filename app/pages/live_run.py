@@ -41,9 +41,9 @@ import panel.models.tabulator  # noqa: F401  (see below)
 import param
 
 from app.cluster import Cluster, current as current_cluster
-from app.limits import (MODEL_CHARS, MODEL_PATTERN, bound_controls, clamp_query, current as current_limits, limit_sentence,
-                        model_problem, start_problem)
-from app.model_jobs import LiveState, model_folders, run_label
+from app.limits import bound_controls, clamp_query, current as current_limits, limit_sentence
+from app.model_jobs import LiveState, run_label
+from app.offered import current as current_offer, offer_menu, start_problem
 from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
 from app.shared_runs import CLASS_RUNS, SharedRun, find_run, finished_run, replay, run_key, settings_of
 from app.text.live_run import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,
@@ -83,9 +83,10 @@ CSS = STATUS_CSS + CURVES_CSS + RUN_CSS
 class LiveRunPage(pn.viewable.Viewer):
     """The run's settings; start, pause, resume, stop; live curves, samples, tables; earlier runs."""
 
-    model = param.String(default=DEFAULTS.model, regex=MODEL_PATTERN, label="Model: embedded, a hub id (gpt2) or a folder")
+    model = param.Selector(default=DEFAULTS.model, objects=[DEFAULTS.model], label="Model",
+                           doc="The models this server offers (app/offered.py); the first is the default.")
     reward = param.Selector(default=DEFAULTS.reward, objects=[DEFAULTS.reward], label="Reward",
-                            doc="The registered rewards and, per page, the reward models saved in the runs folder.")
+                            doc="VADER, the classifiers this server offers and, per page, the reward models saved in the runs folder.")
     beta = param.Number(default=DEFAULTS.beta, bounds=(0.0, 10.0), step=0.01, label="KL coefficient β")
     lr = param.Number(default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5, label="Learning rate (Adam)")
     steps = param.Integer(default=DEFAULTS.steps, bounds=(1, 5000), label="Training steps")
@@ -117,8 +118,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.cluster = cluster or current_cluster()
         self.limits = current_limits()
         self.highest = bound_controls(self, self.limits)
-        self.model_chars = min(MODEL_CHARS, self.limits.max_prompt_chars)
-        self.model_folders = model_folders(self.runs_dir)
+        self.offer = current_offer()
         self._run: SharedRun | None = None
         self._state: LiveState | None = None
         self._shown = (-1, -1)
@@ -138,9 +138,6 @@ class LiveRunPage(pn.viewable.Viewer):
         self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
                                                    css_classes=["fl-download"])
         self.goodhart = pn.pane.Markdown(GOODHART, sizing_mode="stretch_width", margin=(0, 10), css_classes=["fl-goodhart"])
-        self.model_box = pn.widgets.TextInput(label=self.param.model.label, value=self.model, width=330,
-                                              max_length=max(self.model_chars + 1, 5000))
-        self.model_box.param.watch(self._model_typed, "value")
         self.metrics = MetricRow(METRICS)
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
         self.evaluation = RunEvaluation()
@@ -148,6 +145,7 @@ class LiveRunPage(pn.viewable.Viewer):
                                    self.refresh_runs, self._download, on_open=self.open_run)
 
         self.param.watch(self._model_changed, "model")
+        offer_menu(self, "model", self.offer.models)
         self.param.watch(lambda _e: self._show_phase(), "phase")
         self.param.watch(lambda _e: self._show_reward_kind(), "reward")
         self._refresh_rewards()
@@ -180,13 +178,6 @@ class LiveRunPage(pn.viewable.Viewer):
             prompt_set="feelings" if is_learned(self.reward) else "reviews",
         )
 
-    def _model_typed(self, event) -> None:
-        """The model box changed: a usable name becomes the model (and the link's), anything else gets its sentence."""
-        problem = model_problem(event.new, self.model_folders, self.model_chars)
-        self._show_error(problem)
-        if not problem:
-            self.model = event.new.strip()
-
     def _refresh_rewards(self) -> None:
         """Offer the reward models saved in the runs folder now; a chosen one that is gone falls back to the default."""
         options = reward_options(self.runs_dir)
@@ -203,8 +194,6 @@ class LiveRunPage(pn.viewable.Viewer):
         self._draw_overlays()
 
     def _model_changed(self, event) -> None:
-        if self.model_box.value.strip() != event.new:
-            self.model_box.value = event.new  # a link or the code set it: the box shows it
         # The learning rate follows the model's default unless it was set by hand.
         if math.isclose(self.lr, default_lr(event.old.strip())):
             self.lr = default_lr(event.new.strip())
@@ -214,7 +203,7 @@ class LiveRunPage(pn.viewable.Viewer):
     def start(self) -> None:
         """Watch the run of the current settings: one another learner started, one that already ran to its end
         on this server, or a new one (which may wait for its device)."""
-        settings, problem = start_problem(self.model_box.value, self.model_folders, self.model_chars, self.settings, self.highest)
+        settings, problem = start_problem(self.offer, self.settings, self.highest)
         if settings is not None:
             try:
                 device = self.cluster.device_for(settings.device)
@@ -223,7 +212,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self._show_error(problem)
         if settings is None:
             return
-        key = run_key(settings, device, self.runs_dir)
+        key = run_key(settings, device)
         done = finished_run(key, self.runs_dir)
         if done is not None:
             self._show(partial(replay, done, self.at_pace), settings, FINISHED.format(run=html.escape(done.id)))
@@ -387,7 +376,7 @@ class LiveRunPage(pn.viewable.Viewer):
     def _widgets(self) -> dict[str, pn.widgets.Widget]:
         if not hasattr(self, "_setting_widget_map"):
             made = {
-                "model": self.model_box,
+                "model": pn.widgets.Select.from_param(self.param.model, width=330),
                 "reward": pn.widgets.Select.from_param(self.param.reward, width=220),
                 "device": pn.widgets.Select.from_param(self.param.device, width=110),
                 "lr": number_box(self, "lr", self._show_error, width=160),

@@ -20,8 +20,9 @@ INTRO = (
     "well-scored replies more likely. The KL penalty (section 6.12) charges every token for its "
     "log-ratio to the frozen starting model. The default model is the project's own small "
     "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
-    "because GPT-2 cannot be downloaded everywhere; give a hub id (gpt2) or a folder to use another. "
-    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the seed's classifier."
+    "because GPT-2 cannot be downloaded everywhere; the model menu holds the others this server offers. "
+    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the seed's classifier, in the reward menu "
+    "where this server offers it."
 )
 EQUATION = (
     r"r_t = -\beta\,\big(\log \pi_\theta(y_t \mid s_t) - \log \pi_{\text{ref}}(y_t \mid s_t)\big) + \mathbb{1}[t = T-1]\,R(x, y),"

@@ -8,10 +8,10 @@ the local cache; if it is not there and cannot be downloaded (no network, or
 HF_HUB_OFFLINE=1), `ModelNotAvailable` says so in one sentence.
 
 A caller that wants to show a download first asks `download_size(name)`: None when nothing
-needs fetching (the embedded model, a folder, a hub id already in the cache), else the
+needs fetching (the embedded model, a folder, a hub id already in the cache: `is_local`), else the
 `Download` of the files `from_pretrained` will read, with their sizes from the hub. Then
-`fetch(download, progress)` downloads them into the hub's cache, reporting bytes done, and
-returns the folder to load from.
+`fetch(download, progress, stopped)` downloads them into the hub's cache, reporting bytes done, and
+returns the folder to load from; setting `stopped` ends it at the next piece of a file received.
 
 Weights stay float32; on CUDA the forward passes run under bf16 autocast (`autocast`),
 and every softmax is taken in float32.
@@ -30,9 +30,8 @@ from typing import Callable
 
 import torch
 
-from engines.lm.settings import EMBEDDED
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR
 
-EMBEDDED_DIR = Path(__file__).resolve().parents[2] / "assets" / "models" / "embedded"
 HUB_SIDE_FILES = ("*.json", "*.txt", "*.model", "*.tiktoken")
 """Besides the weights, what `from_pretrained` reads of a hub repository: configs and tokenizer files."""
 HUB_WEIGHTS = (("*.safetensors",), ("pytorch_model*.bin",))
@@ -73,7 +72,7 @@ def model_source(name: str) -> str:
     return str(EMBEDDED_DIR) if name == EMBEDDED else name
 
 
-def _offline() -> bool:
+def offline() -> bool:
     """True when the Hugging Face libraries are told not to use the network."""
     flags = (os.environ.get(v, "").strip().upper() for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     return any(f in ("1", "ON", "YES", "TRUE") for f in flags)
@@ -91,6 +90,10 @@ def _reason(error: Exception) -> str:
 
 def _offline_refusal(name: str, what: str) -> ModelNotAvailable:
     return ModelNotAvailable(f"The {what} '{name}' is not on this machine and cannot be downloaded without network; {_hint(what)}.")
+
+
+def _gated_refusal(name: str, what: str) -> ModelNotAvailable:
+    return ModelNotAvailable(f"The hub's '{name}' is gated: its owners have not granted this server's hub token access; {_hint(what)}.")
 
 
 def _download_refusal(name: str, what: str, error: Exception) -> ModelNotAvailable:
@@ -111,7 +114,7 @@ def from_pretrained(loader, name: str, what: str = "model", **kwargs):
         return loader.from_pretrained(source, local_files_only=True, **kwargs)
     except (OSError, ValueError):
         pass
-    if _offline():
+    if offline():
         raise _offline_refusal(name, what)
     try:
         return loader.from_pretrained(source, **kwargs)
@@ -132,11 +135,20 @@ class Download:
     """'model' or 'reward classifier', for the sentences."""
     files: tuple[tuple[str, int], ...]
     """(file name, size in bytes) of every file to fetch."""
+    parameters: int | None = None
+    """The model's parameter count where the hub states it (safetensors repositories), else None."""
 
     @property
     def size(self) -> int:
         """Bytes to download in all."""
         return sum(size for _, size in self.files)
+
+    @property
+    def parameter_bytes(self) -> int:
+        """Bytes the weights take loaded as float32: 4 per stated parameter, else the weight files' size."""
+        if self.parameters:
+            return 4 * self.parameters
+        return sum(size for name, size in self.files if any(fnmatch(name, p) for patterns in HUB_WEIGHTS for p in patterns))
 
 
 def hub_files(siblings) -> tuple[tuple[str, int], ...]:
@@ -151,14 +163,29 @@ def hub_files(siblings) -> tuple[tuple[str, int], ...]:
     return ()
 
 
+CACHED_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+"""The weight files (or shard indexes) of which one, beside config.json, makes a hub id count as cached."""
+
+
 def in_cache(name: str) -> bool:
-    """True when the hub id `name` already has a config in the local Hugging Face cache (no network asked)."""
+    """True when the hub id `name` already has a config and weights in the local Hugging Face cache (no network asked).
+
+    A config alone (a download cut short) does not count: loading would fetch the weights, unsized and unchecked.
+    """
     from huggingface_hub import try_to_load_from_cache
 
+    def cached(file: str) -> bool:
+        return isinstance(try_to_load_from_cache(name, file), str)
+
     try:
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+        return cached("config.json") and any(cached(file) for file in CACHED_WEIGHTS)
     except ValueError:  # not of a hub id's form: it cannot be in the cache
         return False
+
+
+def is_local(name: str) -> bool:
+    """True when loading `name` reads only this machine: the embedded model, a folder, a hub id in the cache."""
+    return name == EMBEDDED or Path(model_source(name)).is_dir() or in_cache(name)
 
 
 def download_size(name: str, what: str = "model") -> Download | None:
@@ -166,17 +193,21 @@ def download_size(name: str, what: str = "model") -> Download | None:
 
     Asks the hub for the repository's file sizes. Raises ModelNotAvailable with one
     sentence when there is no network (or HF_HUB_OFFLINE=1), the hub has no such
-    repository, or it holds no PyTorch weights.
+    repository, its owners have not let this server's token in (a gated one), or it holds no PyTorch weights.
     """
-    if name == EMBEDDED or Path(model_source(name)).is_dir() or in_cache(name):
+    if is_local(name):
         return None
-    if _offline():
+    if offline():
         raise _offline_refusal(name, what)
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import RepositoryNotFoundError
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
 
     try:
         info = HfApi().model_info(name, files_metadata=True)
+        if getattr(info, "gated", False):  # its file list is public; whether this token may fetch the files is not
+            HfApi().auth_check(name)
+    except GatedRepoError:  # before its base class, RepositoryNotFoundError
+        raise _gated_refusal(name, what) from None
     except RepositoryNotFoundError:
         raise ModelNotAvailable(f"The hub has no {what} '{name}' (or it is private); {_hint(what)}.") from None
     except Exception as error:  # no route, a timeout, a malformed id: the hub client raises many kinds, all one answer here
@@ -184,15 +215,22 @@ def download_size(name: str, what: str = "model") -> Download | None:
     files = hub_files((s.rfilename, s.size) for s in info.siblings or ())
     if not files:
         raise ModelNotAvailable(f"The hub's '{name}' has no PyTorch or safetensors weights to load; {_hint(what)}.")
-    return Download(name=name, what=what, files=files)
+    stated = getattr(info, "safetensors", None)
+    return Download(name=name, what=what, files=files, parameters=getattr(stated, "total", None))
 
 
-def progress_bar_class(report: Callable[[int, int], None], total: int):
+class DownloadStopped(Exception):
+    """Raised inside the hub client's download threads once a download was told to stop."""
+
+
+def progress_bar_class(report: Callable[[int, int], None], total: int, stopped: threading.Event | None = None):
     """A tqdm class for `snapshot_download` that calls report(bytes done, total) instead of drawing.
 
     The hub client makes several bars (bytes received, bytes written, files done); the
     furthest byte count is reported, or the share of files done times `total` while no
-    byte count has come (clients that count only files).
+    byte count has come (clients that count only files). Once `stopped` is set, the next
+    update raises DownloadStopped in the thread that received the bytes: the hub client
+    has no stop of its own, and every file's thread reports each piece it receives.
     """
     from tqdm.auto import tqdm
 
@@ -208,6 +246,8 @@ def progress_bar_class(report: Callable[[int, int], None], total: int):
                 bars.append(self)
 
         def update(self, n=1):
+            if stopped is not None and stopped.is_set():
+                raise DownloadStopped
             with lock:
                 self.n += n or 0  # a disabled tqdm counts nothing itself
                 done = max((b.n for b in bars if b.counts_bytes), default=0)
@@ -218,18 +258,32 @@ def progress_bar_class(report: Callable[[int, int], None], total: int):
     return Reporting
 
 
-def fetch(download: Download, progress: Callable[[int, int], None] | None = None) -> str:
+def fetch(download: Download, progress: Callable[[int, int], None] | None = None, stopped: threading.Event | None = None) -> str:
     """Download the files of `download` into the hub's cache and return their folder.
 
     `progress(bytes done, bytes in all)` is called from the download threads as bytes
-    arrive. Raises ModelNotAvailable with one sentence when the download fails.
+    arrive; setting `stopped` ends the download at the next piece received. Raises
+    ModelNotAvailable with one sentence when the download fails or was stopped.
     """
     from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import GatedRepoError
 
-    bar = progress_bar_class(progress, download.size) if progress is not None else None
+    done = [0]
+
+    def report(n: int, total: int) -> None:
+        done[0] = n
+        if progress is not None:
+            progress(n, total)
+
+    bar = progress_bar_class(report, download.size, stopped)
     try:
         return snapshot_download(download.name, allow_patterns=[name for name, _ in download.files], tqdm_class=bar)
-    except Exception as error:  # a dropped connection, a full disk: one sentence, whatever the client raised
+    except GatedRepoError:
+        raise _gated_refusal(download.name, download.what) from None
+    except Exception as error:  # a dropped connection, a full disk, a stop: one sentence, whatever the client raised
+        if stopped is not None and stopped.is_set():
+            raise ModelNotAvailable(f"The download of the {download.what} '{download.name}' was stopped at "
+                                    f"{done[0] / 1e6:.1f} of {download.size / 1e6:.1f} MB.") from error
         raise _download_refusal(download.name, download.what, error) from error
 
 

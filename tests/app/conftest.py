@@ -4,6 +4,7 @@
                                               and waits for /healthz; stopped at the test's end
     roomy_server                              one per test module: --max-sessions 1000, closed sessions dropped after 1 s
     cpu_taken                                 the CPU of the test session's local Dask cluster held by a paused run
+    offer(models=(...), rewards=(...))       the models and reward classifiers the pages offer, for one test
 
 Server and start_server live in tests/servers.py, shared with the browser tests and the benchmarks.
 """
@@ -43,6 +44,20 @@ def roomy_server():
     server = start_server("--max-sessions", "1000", "--unused-session-seconds", "1")
     yield server
     stop_server(server)
+
+
+@pytest.fixture
+def offer(monkeypatch):
+    """Install what the server offers for this test (as `feedback-lab serve --models ... --rewards ...` does),
+    instead of what this machine's cache holds."""
+    from app import offered
+
+    def install(models=("embedded",), rewards=()) -> offered.Offer:
+        chosen = offered.Offer(tuple(models), tuple(rewards))
+        monkeypatch.setattr(offered, "_installed", chosen)
+        return chosen
+
+    return install
 
 
 @pytest.fixture

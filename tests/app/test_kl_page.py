@@ -258,14 +258,21 @@ def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir, cp
     assert pg.lm_job.controls.progress == 1.0 and not pg.lm_job.run.notice.visible and current().overview() == []
 
 
-def test_a_model_that_cannot_be_loaded_gives_one_sentence(tmp_path, monkeypatch):
+@pytest.mark.parametrize("offered,sentence", [
+    (("embedded",), "This server does not offer the model &#x27;feedback-lab-tests/no-such-model&#x27;; choose one of embedded."),
+    (("embedded", "feedback-lab-tests/no-such-model"),
+     "The model &#x27;feedback-lab-tests/no-such-model&#x27; is not on this machine yet: a live run of it downloads it, "
+     "then its frontier can be sampled."),
+])
+def test_a_model_that_is_not_offered_or_not_on_this_machine_gives_one_sentence(tmp_path, monkeypatch, offer, offered, sentence):
+    offer(models=offered)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     write_run(tmp_path, "x", [(0, 0.0, 0.1)], model="feedback-lab-tests/no-such-model")
     pg = KLPage(query={}, runs_dir=tmp_path)
     pg.lm_source = next(label for label in pg.param.lm_source.objects if "no-such-model" in label)
     pg.start_frontier()
     pg.lm_job.run.join(60)
-    assert "cannot be downloaded without network" in pg.lm_status.object and not pg.lm_job.controls.running
+    assert pg.lm_status.object == f'<p class="fl-lm-error">{sentence}</p>' and not pg.lm_job.controls.running
     pg.lm_source = source_label(LM_SOURCE)  # the page keeps working
     assert "Press Start" in pg.lm_status.object
 
