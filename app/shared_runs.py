@@ -140,9 +140,11 @@ class SharedRun:
         return not (self.ended or self.stopping)
 
     def _drive(self) -> None:
-        estimated_at = -math.inf
+        estimated_at, states = -math.inf, self.live.states()
         try:
-            for state in self.live.states():
+            for state in states:
+                if self.stopping and self.live.job is None:
+                    break  # left while loading or downloading: closing the states stops a download too
                 if state.phase == "queued" and self.live.job is not None:
                     if time.monotonic() - estimated_at > ESTIMATE_SECONDS:  # it reads run folders: not at every poll
                         estimated_at, starts_in = time.monotonic(), estimate_start(self.live.cluster, self.live.job.key,
@@ -153,6 +155,7 @@ class SharedRun:
             LOG.exception("A live run failed")
             self._publish(replace(self.state, phase="error", message=f"The run stopped on an unexpected error ({type(error).__name__})."))
         finally:
+            states.close()
             with self._changed:
                 self.ended = True
                 self._version += 1
