@@ -158,16 +158,19 @@ def check_tls_settings(address: str) -> None:
 
 def refusal(error: BaseException) -> str:
     """Why a connection to the scheduler failed, in words: Dask's message, or the TLS handshake's failure, which
-    Dask words as several sentences or as none."""
+    Dask words as several sentences, as none, or inside the text of a closed connection."""
     import ssl
 
     cause = error
     while cause is not None and not isinstance(cause, ssl.SSLError):
-        cause = cause.__cause__ or cause.__context__
+        # Tornado keeps the error that closed a stream as its `real_error`, not as a cause.
+        cause = cause.__cause__ or cause.__context__ or getattr(cause, "real_error", None)
     if isinstance(cause, ssl.SSLCertVerificationError):
         return f"its TLS certificate is not signed by this process's CA: {cause.verify_message}"
-    if isinstance(cause, ssl.SSLEOFError):
-        return "it closed the connection in the TLS handshake, as it does when its CA did not sign this process's certificate"
+    # A scheduler that refuses a certificate ends the handshake with an alert, or closes the connection before the
+    # client reads the alert (TLS 1.3 judges the client's certificate after the client has finished its part).
+    if isinstance(cause, ssl.SSLEOFError) or (isinstance(cause, ssl.SSLError) and "ALERT" in (cause.reason or "")):
+        return "it ended the TLS handshake, as it does when its CA did not sign this process's certificate"
     # A scheduler without TLS greets first: its greeting is either in Tornado's stream before the handshake (Tornado's
     # ValueError) or read as the handshake's answer (OpenSSL's wrong version).
     if "cannot convert to SSL" in str(error) or (isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER"):
