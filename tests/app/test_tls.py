@@ -18,11 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+import dask
 import pytest
 import yaml
 from distributed import Client
 from distributed.security import Security
 
+from app.cluster import SchedulerUnreachable, check_tls_settings, refusal
 from bench.load_test import PageSession
 from tests.app.test_deploy import RUN, SERVICES, command, finished_runs
 from tests.servers import ROOT, free_port, start_server, stop_server, wait_until
@@ -206,3 +208,49 @@ def test_the_compose_file_publishes_no_dask_port_and_its_tls_file_only_the_tls_s
         assert len(service["secrets"]) == 3
         assert {v for v in service["environment"].values() if v.startswith("/run/secrets/")} == {
             f"/run/secrets/{secret}" for secret in service["secrets"]}
+
+
+def test_tls_settings_naming_a_missing_file_or_a_key_of_another_certificate_are_one_sentence(tmp_path):
+    certificates = make_certificates(tmp_path / "tls")
+    address, tls = "tls://127.0.0.1:8786", "distributed.comm.tls."
+    web = {tls + "ca-file": str(certificates / "ca.pem"), tls + "client.cert": str(certificates / "web.pem"),
+           tls + "client.key": str(certificates / "web-key.pem")}
+    with dask.config.set(web):
+        check_tls_settings(address)  # the web processes' own files load
+    missing = tmp_path / "nowhere.pem"
+    with dask.config.set(web | {tls + "client.cert": str(missing)}):
+        with pytest.raises(SchedulerUnreachable) as unreadable:
+            check_tls_settings(address)
+    assert str(unreadable.value) == (f"The Dask scheduler at {address} cannot be reached: the TLS file {missing} "
+                                     "(DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT) cannot be read (No such file or directory).")
+    with dask.config.set(web | {tls + "client.key": str(certificates / "worker-key.pem")}):
+        with pytest.raises(SchedulerUnreachable) as mismatched:
+            check_tls_settings(address)
+    assert str(mismatched.value).startswith(f"The Dask scheduler at {address} cannot be reached: this process's TLS files do "
+                                            "not load as a PEM certificate and its key ([X509: KEY_VALUES_MISMATCH]")
+
+
+def test_a_tls_client_of_a_scheduler_without_tls_hears_that_it_does_not_speak_tls(tmp_path):
+    """A plain tcp:// scheduler greets first: into the TLS handshake or before it, whichever way the race goes, and
+    both are told alike. (It logs the handshake it read as a Dask frame of absurd length, hence its own log file.)"""
+    port = free_port()
+    scheduler = subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--port", str(port), "--no-dashboard", *LOOPBACK_ONLY],
+                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=(tmp_path / "scheduler.log").open("w"))
+    try:
+        security = client_security(make_certificates(tmp_path / "tls"))
+        wait_until(lambda: answers_tcp(port), 60, "the plain scheduler")
+        with pytest.raises((OSError, ValueError)) as refused:  # what Cluster.start turns into SchedulerUnreachable
+            Client(f"tls://127.0.0.1:{port}", security=security, timeout=REFUSAL_SECONDS, set_as_default=False)
+    finally:
+        scheduler.send_signal(signal.SIGINT)
+        scheduler.wait(15)
+    assert refusal(refused.value) == "it does not speak TLS: a tcp:// scheduler"
+
+
+def answers_tcp(port: int) -> bool:
+    """Whether something listens on loopback's `port`."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
