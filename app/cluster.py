@@ -139,8 +139,8 @@ def check_tls_settings(address: str) -> None:
 
     missing = [dask_variable(s) for s in TLS_SETTINGS if not dask.config.get(s, None)]
     if missing:
-        raise SchedulerUnreachable(f"The Dask scheduler at {address} cannot be reached: this process has no TLS "
-                                   f"certificate (set {' and '.join(missing)}; see docs/tls.md).")
+        raise SchedulerUnreachable(f"The Dask scheduler at {address} cannot be reached: this process lacks TLS "
+                                   f"settings (set {' and '.join(missing)}; see docs/tls.md).")
     for setting in (*TLS_SETTINGS, "distributed.comm.tls.client.key"):
         path = dask.config.get(setting, None)
         try:

@@ -192,7 +192,7 @@ def test_serve_refused_by_a_tls_scheduler_says_so_in_one_sentence_and_exits_2(cl
     prefix = f"feedback-lab serve: error: The Dask scheduler at {cluster.scheduler} cannot be reached"
     assert said["another CA"] == [f"{prefix} (it ended the TLS handshake, as it does when its CA did not sign this process's "
                                   "certificate)."]
-    assert said["no certificate"] == [f"{prefix}: this process has no TLS certificate (set DASK_DISTRIBUTED__COMM__TLS__CA_FILE "
+    assert said["no certificate"] == [f"{prefix}: this process lacks TLS settings (set DASK_DISTRIBUTED__COMM__TLS__CA_FILE "
                                       "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT; see docs/tls.md)."]
 
 
