@@ -29,13 +29,13 @@ serve: install
 figures: install
 	$(BIN)/feedback-lab figures bandit
 
-# The test extras, Debian's Chromium for the browser tests (Playwright's own download is not used)
-# and nginx for the two-process proxy test.
+# The test extras, Debian's Chromium for the browser tests (Playwright's own download is not used),
+# nginx for the two-process proxy test and openssl for the TLS test's certificates.
 $(VENV)/.test-installed: $(VENV)/.installed
 	$(BIN)/pip install -e ".[test]"
-	{ command -v chromium && command -v nginx; } >/dev/null 2>&1 || { \
+	{ command -v chromium && command -v nginx && command -v openssl; } >/dev/null 2>&1 || { \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium nginx-light fonts-dejavu-core; }
+		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium nginx-light openssl fonts-dejavu-core; }
 	touch $@
 
 test: $(VENV)/.test-installed

@@ -2,7 +2,7 @@
 
     feedback-lab figures NAME [options] [--json]
     feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin]
-                       [--scheduler tcp://HOST:PORT] [--models NAMES] [--rewards NAMES] [limits]
+                       [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--models NAMES] [--rewards NAMES] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
     feedback-lab train-reward --pairs FILE --out FILE [--json]
@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin", action="store_true", help="also serve Panel's admin page at /admin (sessions, memory, logs)")
     serve.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                        help=f"run the model jobs on the Dask cluster of this scheduler (default: ${SCHEDULER_VARIABLE}, "
-                            "else a local cluster of worker processes started with the server)")
+                            "else a local cluster of worker processes started with the server); tls://HOST:PORT "
+                            "with Dask's TLS settings, see docs/tls.md")
     offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():

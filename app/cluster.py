@@ -11,7 +11,8 @@ served (Dask's task priority is the order of submission).
 `feedback-lab serve` starts a local cluster: the scheduler in a process of its own and one
 worker process per device, their nannies in the web process (`local_cluster`); with
 `--scheduler tcp://HOST:PORT` (or FEEDBACK_LAB_SCHEDULER) it joins an existing one instead,
-started with `dask scheduler` and `dask worker --resources cpu=1` (see the README).
+started with `dask scheduler` and `dask worker --resources cpu=1` (see the README); with
+`tls://HOST:PORT`, over TLS with Dask's own TLS settings (docs/tls.md).
 
 A job streams: the task walks an engine generator and puts each snapshot, pickled, on a Dask
 `Queue` named for the job, which the web process reads (2 to 5 ms from put to get, measured
@@ -125,6 +126,66 @@ class WorkerDied(RuntimeError):
 
 class SchedulerUnreachable(RuntimeError):
     """The scheduler named by --scheduler or FEEDBACK_LAB_SCHEDULER does not answer; the message says so."""
+
+
+TLS_SETTINGS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+"""The Dask settings a web process needs to join a scheduler at tls://: the CA that signed the cluster's certificates,
+and this process's own certificate (its key appended, or in distributed.comm.tls.client.key). See docs/tls.md."""
+
+
+def dask_variable(setting: str) -> str:
+    """The environment variable of a Dask setting: distributed.comm.tls.ca-file -> DASK_DISTRIBUTED__COMM__TLS__CA_FILE."""
+    return "DASK_" + setting.upper().replace(".", "__").replace("-", "_")
+
+
+def check_tls_settings(address: str) -> None:
+    """SchedulerUnreachable, with one sentence, unless Dask's TLS settings name files this process can load.
+
+    Dask itself says only that it got no SSL context when a setting is missing, and that there is no such
+    file (not which) when a file is missing.
+    """
+    import dask
+    from distributed.security import Security
+
+    missing = [dask_variable(s) for s in TLS_SETTINGS if not dask.config.get(s, None)]
+    if missing:
+        raise SchedulerUnreachable(f"The Dask scheduler at {address} cannot be reached: this process lacks TLS "
+                                   f"settings (set {' and '.join(missing)}; see docs/tls.md).")
+    for setting in (*TLS_SETTINGS, "distributed.comm.tls.client.key"):
+        path = dask.config.get(setting, None)
+        try:
+            if path:
+                open(path, "rb").close()
+        except OSError as error:
+            raise SchedulerUnreachable(f"The Dask scheduler at {address} cannot be reached: the TLS file {path} "
+                                       f"({dask_variable(setting)}) cannot be read ({error.strerror}).") from error
+    try:
+        Security().get_connection_args("client")
+    except OSError as error:  # ssl.SSLError: not PEM, or a key that is not the certificate's
+        raise SchedulerUnreachable(f"The Dask scheduler at {address} cannot be reached: this process's TLS files "
+                                   f"do not load as a PEM certificate and its key ({error}).") from error
+
+
+def refusal(error: BaseException) -> str:
+    """Why a connection to the scheduler failed, in words: Dask's message, or the TLS handshake's failure, which
+    Dask words as several sentences, as none, or inside the text of a closed connection."""
+    import ssl
+
+    cause = error
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        # Tornado keeps the error that closed a stream as its `real_error`, not as a cause.
+        cause = cause.__cause__ or cause.__context__ or getattr(cause, "real_error", None)
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"its TLS certificate is not signed by this process's CA: {cause.verify_message}"
+    # A scheduler that refuses a certificate ends the handshake with an alert, or closes the connection before the
+    # client reads the alert (TLS 1.3 judges the client's certificate after the client has finished its part).
+    if isinstance(cause, ssl.SSLEOFError) or (isinstance(cause, ssl.SSLError) and "ALERT" in (cause.reason or "")):
+        return "it ended the TLS handshake, as it does when its CA did not sign this process's certificate"
+    # A scheduler without TLS greets first: its greeting is either in Tornado's stream before the handshake (Tornado's
+    # ValueError) or read as the handshake's answer (OpenSSL's wrong version).
+    if "cannot convert to SSL" in str(error) or (isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER"):
+        return "it does not speak TLS: a tcp:// scheduler"
+    return str(cause if isinstance(cause, ssl.SSLError) else error)
 
 
 def told_waiting(run, snapshot, what: str) -> bool:
@@ -413,10 +474,12 @@ class Cluster:
         dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.work-stealing": False,
                          NO_TRIM_THRESHOLD: None, MONITOR_HISTORY: MONITOR_SAMPLES, **HISTORY_SETTINGS})
         if self.address:
+            if self.address.startswith("tls://"):
+                check_tls_settings(self.address)
             try:
                 client = Client(self.address, timeout=CONNECT_SECONDS, set_as_default=False)
-            except (OSError, TimeoutError) as error:
-                raise SchedulerUnreachable(f"The Dask scheduler at {self.address} cannot be reached ({error}).") from error
+            except (OSError, TimeoutError, ValueError) as error:  # ValueError: an address without a port, or see refusal()
+                raise SchedulerUnreachable(f"The Dask scheduler at {self.address} cannot be reached ({refusal(error)}).") from error
         else:
             self._cluster = local_cluster(self.slots)
             client = Client(self._cluster, set_as_default=False)

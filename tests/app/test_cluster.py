@@ -131,17 +131,25 @@ def test_the_local_scheduler_runs_in_a_process_of_its_own_that_returns_freed_mem
     assert current().client.run_on_scheduler(trims_freed_memory) is (glibc_malloc_trim() is not None)
 
 
-def listening() -> set[tuple[str, int]]:
-    """(address, port) of every socket the calling process listens on."""
+def test_a_served_local_cluster_listens_on_loopback_only_and_not_on_dask_s_fixed_http_port():
+    """Whoever reaches a Dask scheduler, nanny or worker can run any code on it (CVE-2021-42343 was a local cluster
+    listening beyond loopback): `feedback-lab serve`'s web process (with the nannies), its scheduler's process and its
+    worker's listen on loopback only, the web server too by default (--address localhost)."""
     import psutil
 
-    return {(c.laddr.ip, c.laddr.port) for c in psutil.Process().net_connections("inet") if c.status == psutil.CONN_LISTEN}
+    from tests.servers import start_server, stop_server
 
-
-def test_the_local_scheduler_listens_on_loopback_only_and_not_on_dask_s_fixed_http_port():
-    sockets = current().client.run_on_scheduler(listening)
-    assert {ip for ip, _ in sockets} == {"127.0.0.1"}
-    assert 8787 not in {port for _, port in sockets}  # a second server on the machine would find it taken
+    server = start_server()
+    try:
+        web = psutil.Process(server.process.pid)
+        sockets = {p.pid: {(c.laddr.ip, c.laddr.port) for c in p.net_connections("inet") if c.status == psutil.CONN_LISTEN}
+                   for p in (web, *web.children(recursive=True))}
+    finally:
+        stop_server(server)
+    assert sum(bool(found) for found in sockets.values()) == 3  # the web process, the scheduler's, the worker's
+    assert int(server.url.rsplit(":", 1)[1]) in {port for _, port in sockets[web.pid]}
+    assert {ip for found in sockets.values() for ip, _ in found} <= {"127.0.0.1", "::1"}
+    assert 8787 not in {port for found in sockets.values() for _, port in found}  # a second server on the machine would find it taken
 
 
 def last_heartbeat(dask_scheduler) -> float:

@@ -36,9 +36,10 @@ RUN = "?steps={steps}&prompts=2&replies=2&T=8&eval_every={steps}&eval_prompts=1&
 """A small run of the embedded model: a second or so per step on these cores."""
 
 
-def command(service: str, scheduler: str) -> list[str]:
-    """A service's command from the compose file, with the scheduler's loopback address and `python -m` for `dask`."""
-    words = [w.replace("tcp://scheduler:8786", scheduler) for w in shlex.split(SERVICES[service]["command"])]
+def command(service: str, scheduler: str, services: dict = SERVICES) -> list[str]:
+    """A service's command from a compose file (`services`), with the scheduler's loopback address for its own
+    (tcp:// or tls://) and `python -m` for `dask`."""
+    words = [scheduler if w.endswith("://scheduler:8786") else w for w in shlex.split(services[service]["command"])]
     return [sys.executable, "-m", *words] if words[0] == "dask" else words
 
 
