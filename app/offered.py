@@ -86,12 +86,14 @@ def shown_folder(path: Path) -> str:
 
 def cached_models() -> dict[str, list[str]]:
     """The hub ids in this machine's Hugging Face cache whose newest snapshot holds a config and weights, by kind."""
-    from huggingface_hub import scan_cache_dir
+    from huggingface_hub import constants, scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
 
     found = {"causal": [], "classifier": []}
     try:
-        repos = scan_cache_dir().repos
+        # Named, not left to the default: scan_cache_dir's default is the cache folder as it was when the hub
+        # client's cache module was first imported, not the one in force now.
+        repos = scan_cache_dir(constants.HF_HUB_CACHE).repos
     except CacheNotFound:
         return found
     for repo in sorted(repos, key=lambda r: r.repo_id):
