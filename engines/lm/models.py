@@ -30,9 +30,10 @@ from typing import Callable
 
 import torch
 
+import assets
 from engines.lm.settings import EMBEDDED
 
-EMBEDDED_DIR = Path(__file__).resolve().parents[2] / "assets" / "models" / "embedded"
+EMBEDDED_DIR = assets.path("models", "embedded")
 HUB_SIDE_FILES = ("*.json", "*.txt", "*.model", "*.tiktoken")
 """Besides the weights, what `from_pretrained` reads of a hub repository: configs and tokenizer files."""
 HUB_WEIGHTS = (("*.safetensors",), ("pytorch_model*.bin",))
