@@ -165,22 +165,24 @@ def test_every_page_answers_over_http(served):
         assert status == 200 and "<title>" in body and "Feedback Lab" in body, (route, status, body[:300])
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    """Debian's Chromium, as the browser tests drive it (tests/browser/conftest.py)."""
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
-
-
 @pytest.mark.browser
-def test_every_page_draws_in_chromium_with_the_packaged_stylesheet_and_no_console_error(served, page):
+def test_every_page_draws_in_chromium_with_the_packaged_stylesheet_and_no_console_error(served):
+    # Playwright started and stopped here, not pytest-playwright's session-long instance: that one keeps its event
+    # loop running in this thread, and the tests/app modules after this one call asyncio.run (tests/servers.py).
+    from playwright.sync_api import sync_playwright
+
     errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    for route in ROUTES:
-        page.goto(f"{served.url}/{route}")
-        page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
-        # Drawn: a plot's canvas, a guided question before it, or the index's and the lab's listings.
-        page.locator(".bk-Canvas, .fl-index, .fl-lab, .fl-predict").first.wait_for(state="attached", timeout=30_000)
-        current = page.locator('.fl-nav a[aria-current="page"]').first
-        assert current.evaluate("link => getComputedStyle(link).fontWeight") == "700", route  # app.css's rule
-        assert errors == [], (route, errors)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        for route in ROUTES:
+            page.goto(f"{served.url}/{route}")
+            page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
+            # Drawn: a plot's canvas, a guided question before it, or the index's and the lab's listings.
+            page.locator(".bk-Canvas, .fl-index, .fl-lab, .fl-predict").first.wait_for(state="attached", timeout=30_000)
+            current = page.locator('.fl-nav a[aria-current="page"]').first
+            assert current.evaluate("link => getComputedStyle(link).fontWeight") == "700", route  # app.css's rule
+            assert errors == [], (route, errors)
+        browser.close()
