@@ -4,6 +4,18 @@
 #        add -e FEEDBACK_LAB_WEBSOCKET_ORIGIN=HOST:PORT, the address learners type, to serve other machines
 # CUDA:  docker build --build-arg TORCH_INDEX=https://download.pytorch.org/whl/cu124 -t feedback-lab:cuda .
 #        docker run --rm --gpus all -p 5006:5006 feedback-lab:cuda   (needs the NVIDIA container toolkit)
+
+# Stage 1: the wheel, built from the sources; it carries what the app reads at run time (the assets package).
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY widgets ./widgets
+COPY engines ./engines
+COPY assets ./assets
+RUN pip wheel --no-deps --wheel-dir /wheels .
+
+# Stage 2: the server, with torch and the wheel installed; no source folder, so what runs is what pip installed.
 FROM python:3.11-slim
 
 # Where pip finds torch: the CPU build by default, since the default wheel pulls CUDA (several GB);
@@ -15,12 +27,8 @@ WORKDIR /srv/feedback-lab
 
 RUN pip install "torch>=2.2" --index-url "${TORCH_INDEX}"
 
-COPY pyproject.toml README.md ./
-COPY app ./app
-COPY widgets ./widgets
-COPY engines ./engines
-COPY assets ./assets
-RUN pip install -e .
+COPY --from=build /wheels /tmp/wheels
+RUN pip install /tmp/wheels/feedback_lab-*.whl
 
 # The run folders (and saved pairs and reward models) go to a folder the server's user may write.
 ENV FEEDBACK_LAB_RUNS=/srv/feedback-lab/runs

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5006
 ADDRESS ?= localhost
 
-.PHONY: install serve figures test test-engines bench clean
+.PHONY: install serve figures wheel test test-engines bench clean
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,14 @@ serve: install
 
 figures: install
 	$(BIN)/feedback-lab figures bandit
+
+# The wheel that `pip install` and the Dockerfile use (docs/install.md), built offline with the venv's setuptools
+# (a new venv's may be older than pyproject.toml asks for). setuptools copies from build/ when it is there, files
+# deleted from the sources included, so each wheel starts from an empty one.
+wheel: install
+	$(BIN)/pip install -q "setuptools>=68"
+	rm -rf build
+	$(BIN)/pip wheel --no-deps --no-build-isolation --wheel-dir dist .
 
 # The test extras, Debian's Chromium for the browser tests (Playwright's own download is not used),
 # nginx for the two-process proxy test and openssl for the TLS test's certificates.

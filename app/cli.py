@@ -1,5 +1,6 @@
 """The `feedback-lab` command line.
 
+    feedback-lab --version
     feedback-lab figures NAME [options] [--json]
     feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin]
                        [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--models NAMES] [--rewards NAMES] [limits]
@@ -25,6 +26,7 @@ import importlib
 import json
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from app import limits, offered
 from app.cluster import SCHEDULER_VARIABLE
@@ -41,8 +43,17 @@ COMMANDS = {
 """Commands whose modules (torch, transformers) load only when the command runs."""
 
 
+def package_version() -> str:
+    """The installed package's version (pyproject.toml's, as pip recorded it)."""
+    try:
+        return version("feedback-lab")
+    except PackageNotFoundError:  # the sources run from a folder on PYTHONPATH, never installed
+        return "not installed"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="feedback-lab", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     figures = commands.add_parser("figures", help="print a table of the seed chapters")
     figures.add_argument("name", choices=list(FIGURES), metavar="NAME", help=", ".join(FIGURES))

@@ -26,18 +26,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import assets
 from engines.lm.review_corpus import PROMPTS_DIR, openings, reviews
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "assets" / "models" / "embedded"
+SOURCE_CHECKOUT = (assets.path().parent / "pyproject.toml").is_file()
+"""Whether the assets in use are a source checkout's (run from it, or its editable install): only then do the
+defaults rewrite them. An installed wheel's copies in site-packages are never written to."""
+DEFAULT_OUT = assets.path("models", "embedded") if SOURCE_CHECKOUT else None
+DEFAULT_PROMPTS_OUT = PROMPTS_DIR if SOURCE_CHECKOUT else None
 EOS = "<|endoftext|>"
 HELDOUT_PROMPTS = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `feedback-lab make-embedded-model`; the defaults made the shipped model."""
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"model folder to write (default: {DEFAULT_OUT})")
-    parser.add_argument("--prompts-out", type=Path, default=PROMPTS_DIR, help=f"folder for train.txt and heldout.txt (default: {PROMPTS_DIR})")
+    required = "none: required outside a source checkout"
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"model folder to write (default: {DEFAULT_OUT or required})")
+    parser.add_argument("--prompts-out", type=Path, default=DEFAULT_PROMPTS_OUT,
+                        help=f"folder for train.txt and heldout.txt (default: {DEFAULT_PROMPTS_OUT or required})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the reviews, the prompts and the weights (default: 0)")
     parser.add_argument("--reviews", type=int, default=60_000, help="training reviews to generate (default: 60000)")
     parser.add_argument("--prompts", type=int, default=400, help="bundled prompts, of which 64 are held out (default: 400)")
@@ -71,6 +77,10 @@ def training_rows(ids: list[list[int]], eos: int, block: int):
 
 def run(args: argparse.Namespace) -> int:
     """Generate the corpus and prompts, train tokenizer and model, write them to args.out."""
+    if args.out is None or args.prompts_out is None:
+        print("feedback-lab make-embedded-model: error: this Feedback Lab is an installed package, whose bundled model "
+              "is not rewritten; give --out DIR and --prompts-out DIR.", file=sys.stderr)
+        return 2
     from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(args.seed)

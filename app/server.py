@@ -34,7 +34,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import panel as pn
 import tornado.web
@@ -45,6 +44,7 @@ from panel.io.application import build_applications
 from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
+import assets
 from app import limits, ready_pages
 from app.freed_memory import trim_freed_memory
 from app.pages import PageInfo, available_pages
@@ -52,7 +52,7 @@ from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG
 
 APP_TITLE = "Feedback Lab"
-CSS = (Path(__file__).resolve().parent.parent / "assets" / "app.css").read_text()
+CSS = assets.path("app.css").read_text()
 
 
 def route_link(route: str) -> str:

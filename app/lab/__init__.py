@@ -14,9 +14,10 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
-NOTEBOOK = Path(__file__).resolve().parent / "lab9.ipynb"
+NOTEBOOK = Path(files(__name__) / "lab9.ipynb")
 """The notebook as shipped: stubs to fill in, solutions folded beneath them."""
 
 

@@ -29,13 +29,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import assets
 from engines.bradley_terry import sample_labels
 from engines.lm.models import load_causal_lm, resolve_device
 from engines.lm.prompts import load_prompts, read_lines
 from engines.lm.sampling import sample_replies
 from engines.settings import finite, require
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "preferences"
+ASSETS = assets.path("preferences")
 POSITIVE_PATH = ASSETS / "positive.txt"
 NEGATIVE_PATH = ASSETS / "negative.txt"
 BUNDLED_PAIRS = ASSETS / "pairs-2000-seed0.npz"

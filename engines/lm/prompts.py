@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+import assets
 from engines.settings import require
 
-PROMPTS_PATH = Path(__file__).resolve().parents[2] / "assets" / "preferences" / "prompts.txt"
+PROMPTS_PATH = assets.path("preferences", "prompts.txt")
 FEELING_HELDOUT = 64
 """Lab prompts held out for evaluation (the rest are trained on), as many as the most eval_prompts allows."""
 FEELING_SPLIT_SEED = 0

@@ -13,11 +13,11 @@ gives the same reviews on every machine.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "assets" / "prompts"
+import assets
+
+PROMPTS_DIR = assets.path("prompts")
 """Where the bundled prompt files live: train.txt (training prompts) and heldout.txt (evaluation)."""
 
 POLARITIES = ("positive", "negative", "mixed")

@@ -11,13 +11,13 @@ can read the defaults without loading it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+import assets
 from engines.settings import finite, require, whole
 
 EMBEDDED = "embedded"
 """The id of the model shipped in assets/models/embedded/."""
-EMBEDDED_DIR = Path(__file__).resolve().parents[2] / "assets" / "models" / "embedded"
+EMBEDDED_DIR = assets.path("models", "embedded")
 """Where the embedded model's files lie."""
 DEVICES = ("auto", "cpu", "cuda", "mps")
 """Device choices: 'auto' is CUDA where available, else Apple's mps, else the CPU; 'cuda:N' is also accepted."""
