@@ -100,6 +100,19 @@ def _download_refusal(name: str, what: str, error: Exception) -> ModelNotAvailab
     return ModelNotAvailable(f"The {what} '{name}' is not on this machine and could not be downloaded ({_reason(error)}); {_hint(what)}.")
 
 
+_IMPORTING = threading.Lock()
+
+
+def transformers_classes(*names: str) -> tuple:
+    """transformers' classes by name, imported by one thread at a time: its lazy top-level module, imported by two
+    threads at once, can tell the second "cannot import name 'AutoModelForCausalLM'" (a worker whose runs start
+    together loads their models on several threads)."""
+    with _IMPORTING:
+        import transformers
+
+        return tuple(getattr(transformers, name) for name in names)
+
+
 def from_pretrained(loader, name: str, what: str = "model", **kwargs):
     """`loader.from_pretrained` for `name`: local folder or cache first, then a download.
 
@@ -293,8 +306,7 @@ def load_causal_lm(name: str, device: torch.device):
     Eval mode matters: the sampled policy and the differentiated policy must be the same
     function (seed 000 section 6.11), and dropout would make them differ.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    AutoModelForCausalLM, AutoTokenizer = transformers_classes("AutoModelForCausalLM", "AutoTokenizer")
     tokenizer = from_pretrained(AutoTokenizer, name)
     model = from_pretrained(AutoModelForCausalLM, name, dtype=torch.float32)
     return model.to(device).eval(), tokenizer

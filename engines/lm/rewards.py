@@ -27,7 +27,7 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
-from engines.lm.models import autocast, from_pretrained
+from engines.lm.models import autocast, from_pretrained, transformers_classes
 from engines.lm.reward_model import LearnedReward
 from engines.lm.settings import REWARD_PREFIX
 
@@ -68,8 +68,7 @@ class ClassifierReward:
     """A sentiment classifier's log-odds R = logit_pos - logit_neg (seed 000 section 6.11)."""
 
     def __init__(self, name: str = SEED_CLASSIFIER, device: torch.device | str = "cpu", batch: int = 64):
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
+        AutoModelForSequenceClassification, AutoTokenizer = transformers_classes("AutoModelForSequenceClassification", "AutoTokenizer")
         self.name, self.device, self.batch = name, torch.device(device), batch
         self.tokenizer = from_pretrained(AutoTokenizer, name, what="reward classifier")
         self.model = from_pretrained(AutoModelForSequenceClassification, name, what="reward classifier")

@@ -109,3 +109,22 @@ def test_auto_picks_cuda_then_mps_then_the_cpu(monkeypatch, cuda, mps, auto):
     else:
         with pytest.raises(ValueError, match="device 'mps' was asked for but Apple's Metal GPU is not available"):
             resolve_device("mps")
+
+
+def test_transformers_classes_imported_by_several_threads_at_once_all_arrive():
+    """A worker's runs that start together load their models on several threads; in a fresh process each must get
+    transformers' classes (its lazy module, imported by two threads at once, can refuse the second)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading\n"
+        "from engines.lm.models import transformers_classes\n"
+        "got = []\n"
+        "threads = [threading.Thread(target=lambda: got.append(transformers_classes('AutoModelForCausalLM', 'AutoTokenizer')))"
+        " for _ in range(6)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "assert len(got) == 6 and all(c[0].__name__ == 'AutoModelForCausalLM' for c in got), got\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
