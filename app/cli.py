@@ -32,6 +32,7 @@ from app import limits, offered
 from app.cluster import SCHEDULER_VARIABLE
 from app.figures import FIGURES
 from app.options import add_settings_options, settings_from_args
+from engines.lm.settings import EMBEDDED
 
 COMMANDS = {
     "train-lm": ("app.train_lm", "add_arguments", "run", "train a language model with REINFORCE, as the live-run page does"),
@@ -130,6 +131,10 @@ def run_server(args: argparse.Namespace) -> int:
         print(f"feedback-lab serve: error: {error}", file=sys.stderr)
         return 2
     cluster.install(jobs)
+    if offer.models[0] == EMBEDDED or offered.is_folder(offer.models[0]):  # on this machine: loading downloads nothing
+        from app.model_jobs import warm_up
+
+        warm_up(offer.models[0], jobs)  # a class's first Start then finds the default model loaded
     serve(port=args.port, address=args.address, websocket_origin=websocket_origins(args.allow_websocket_origin), show=args.show,
           server_limits=server_limits, admin=args.admin)
     return 0

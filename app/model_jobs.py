@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import html
 import itertools
+import logging
 import re
 import threading
 from collections.abc import Iterator
@@ -57,6 +58,7 @@ from engines.kl_optimal import SampledFrontier, sampled_frontier
 from engines.lm.results import EvalResult, Sample, StepResult
 from engines.lm.settings import EMBEDDED, LMFrontierSettings, LMSettings
 
+LOG = logging.getLogger("feedback_lab")
 TRAINING_DEVICE = "cpu"
 """Where reward models train: a small transformer on short texts, quicker on the CPU than a GPU round trip."""
 
@@ -163,6 +165,34 @@ def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str]
         for result in lm.steps():
             writer.write(result)
             yield result
+
+
+def warm_up_on_worker(model: str) -> Iterator:
+    """On the worker: load `model` and VADER onto the job's device, so that a class's first run starts without
+    waiting for torch, transformers and the weights to load (two to three seconds on a CPU)."""
+    from engines.lm.models import resolve_device
+
+    device = resolve_device("auto")
+    MODELS.model(model, device)
+    MODELS.reward("vader", device)
+    yield str(device)
+
+
+def warm_up(model: str, cluster: Cluster | None = None) -> threading.Thread:
+    """Load `model` (a model on this machine) on one worker of every device, on a thread of this process."""
+    cluster = cluster or current()
+
+    def each_device() -> None:
+        for device in cluster.devices():
+            try:
+                for _ in cluster.submit(device, f"loading {model}", warm_up_on_worker, model).snapshots():
+                    pass
+            except Exception:  # the first run loads it instead: nothing is lost but its seconds
+                LOG.warning("Loading %s on the %s ahead of the first run failed", model, device, exc_info=True)
+
+    thread = threading.Thread(target=each_device, name="feedback-lab-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 class LiveRun:

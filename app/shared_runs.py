@@ -43,7 +43,7 @@ import numpy as np
 from app.cluster import POLL_SECONDS, Cluster, job_device
 from app.model_jobs import LiveRun, LiveState, run_steps
 from app.offered import is_folder
-from app.runs import Run, eval_result_from_record, list_runs, read_run, sample_from_record
+from app.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record
 from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
 
 LOG = logging.getLogger("feedback_lab")
@@ -289,10 +289,15 @@ CLASS_RUNS = ClassRuns()
 
 def finished_run(key: str | None, runs_dir: Path) -> Run | None:
     """The newest run folder of `runs_dir` that ran to its end under `key`, or None."""
-    if key is None:
+    if key is None or not Path(runs_dir).is_dir():
         return None
-    done = [run for run in list_runs(runs_dir) if run.config.get("run_key") == key and run.finished]
-    return done[-1] if done else None
+    # Only config.json is read of every folder: a class's runs folder holds many runs, each of thousands of lines.
+    named = [f for f in sorted(Path(runs_dir).iterdir()) if read_config(f / "config.json").get("run_key") == key]
+    for folder in reversed(named):
+        run = read_run(folder)
+        if run.finished:
+            return run
+    return None
 
 
 def settings_of(run: Run) -> LMSettings:

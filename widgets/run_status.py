@@ -13,6 +13,7 @@ import numpy as np
 CSS = """
 .fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
 .fl-queue { margin: 0 0.6em; opacity: 0.85; }
+.fl-shared { margin: 0.2em 0.6em; padding: 0.3em 0.6em; border-left: 3px solid #0072B2; }
 """
 """The style sheet of the status and queue lines."""
 

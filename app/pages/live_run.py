@@ -155,7 +155,7 @@ class LiveRunPage(pn.viewable.Viewer):
             "samples": ("The newest replies", self._samples_section),
             "curves": ("More curves", self._curves_section),
             "evaluation": ("Held-out evaluation and worked example", lambda: self.evaluation),
-            "runs": ("Earlier runs", lambda: self.runs_list),
+            "runs": ("The room's runs", lambda: self.runs_list),
         })
         self._show_reward_kind()
         # The cluster calls from its watcher thread: the line is redrawn on this session's own thread.
@@ -249,7 +249,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self._show_error("")
         self._state = LiveState("loading", settings)
         self._shown = (-1, -1)
-        self.shared_line.object, self.shared_line.visible = f'<p class="fl-status">{sentence}</p>', bool(sentence)
+        self.shared_line.object, self.shared_line.visible = f'<p class="fl-shared">{sentence}</p>', bool(sentence)
         self.controls.param.update(running=True, progress=0.0)
         self.phase = "loading"
         self.runner.start(states)
@@ -319,7 +319,7 @@ class LiveRunPage(pn.viewable.Viewer):
         """The run has ended (finished, stopped, or refused) or this learner left it: show the final state and the list of runs."""
         state, run, self._run = self._state, self._run, None
         if run is not None and state is not None and not run.ended and not run.stopping:
-            self.shared_line.object = f'<p class="fl-status">{LEFT.format(step=state.step, others=run.watchers)}</p>'
+            self.shared_line.object = f'<p class="fl-shared">{LEFT.format(step=state.step, others=run.watchers)}</p>'
             self.shared_line.visible = True
         self.controls.running = False
         if state is not None:

@@ -67,7 +67,7 @@ def test_a_run_killed_with_the_server_is_intact_and_listed_as_interrupted_after_
     restarted = start_server(env=env)
     try:
         open_live_run(page, restarted.url)
-        page.locator(".bk-tab", has_text="Earlier runs").click()  # the list of runs, a tab built when opened
+        page.locator(".bk-tab", has_text="The room's runs").click()  # the list of runs, a tab built when opened
         row = page.locator(".fl-runs .tabulator-row", has_text=folder.name)
         expect(row).to_contain_text("interrupted", timeout=30_000)
         expect(row).to_contain_text(f"{len(steps)} / 200")

@@ -8,10 +8,10 @@ from playwright.sync_api import expect
 
 from app.cli import main as cli
 from app.runs import REWARD_MODELS, read_run
+from tests.browser.conftest import PROMPTS_OFF
 
 TINY = "?steps=400&prompts=2&replies=2&T=8&eval_every=20&eval_prompts=2&eval_replies=2&beta=0"
 """A run small enough for seconds on two shared cores (and long enough not to finish before Stop)."""
-OFFLINE = "The model 'gpt2' is not on this machine and cannot be downloaded without network; use 'embedded' or a local folder."
 
 
 def source_length(page, name: str) -> int:
@@ -52,7 +52,7 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     run = read_run(folder)
     assert [m["step"] for m in run.metrics] == list(range(1, shown + 1))  # every step shown is on disk, none lost
     assert run.evals[0]["step"] == 0 and not run.finished
-    open_tab(page, "Earlier runs")
+    open_tab(page, "The room's runs")
     page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'runs'")
     row = page.locator(".fl-runs .tabulator-row", has_text=folder.name)
     expect(row).to_contain_text("interrupted")
@@ -62,18 +62,14 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     assert console_errors == []
 
 
-def test_a_hub_model_offline_is_refused_in_one_sentence(open_page, console_errors):
-    page = open_page("live-run", TINY)
-    box = page.get_by_role("textbox").first
-    box.fill("gpt2")
-    box.press("Enter")
-    page.wait_for_function("() => new URLSearchParams(location.search).get('model') === 'gpt2'")
-    button(page, "Start").click()
-    expect(page.locator(".fl-run-error").first).to_have_text(OFFLINE, timeout=30_000)
-    expect(button(page, "Start")).to_be_enabled()  # the page stays usable
-    box.fill("embedded")
-    box.press("Enter")
+def test_a_model_the_server_does_not_offer_named_in_a_link_falls_back_with_one_sentence(open_page, console_errors):
+    page = open_page("live-run", TINY + "&model=bigscience/bloom")
+    expect(page.get_by_text("model='bigscience/bloom' in the link was ignored")).to_be_visible()
+    model = page.locator(".bk-input-group", has_text="Model").locator("select")
+    expect(model).to_have_value("embedded")
+    assert model.locator("option").all_inner_texts() == ["embedded"]  # what this server offers, nothing typed
     page.wait_for_function("() => new URLSearchParams(location.search).get('model') === 'embedded'")
+    expect(button(page, "Start")).to_be_enabled()  # the page stays usable
     assert console_errors == []
 
 
@@ -100,7 +96,7 @@ def test_a_saved_reward_model_is_picked_and_its_gold_score_drawn(open_page, cons
     assert cli(["train-reward", "--pairs", str(pairs), "--out", str(model), "--steps", "3", "--d-model", "8",
                 "--layers", "1", "--heads", "1", "--json"]) == 0
     page = open_page("live-run", "?steps=3&prompts=2&replies=2&T=8&eval_every=3&eval_prompts=2&eval_replies=2")
-    page.locator("select").first.select_option(label="learned: browser-rm.pt")
+    page.locator(".bk-input-group", has_text="Reward").locator("select").select_option(label="learned: browser-rm.pt")
     page.wait_for_function("() => (new URLSearchParams(location.search).get('reward') || '').startsWith('reward-model:')")
     expect(page.locator(".fl-goodhart").first).to_contain_text("gold score g")
     button(page, "Start").click()
@@ -118,3 +114,25 @@ def test_a_saved_reward_model_is_picked_and_its_gold_score_drawn(open_page, cons
     page.wait_for_timeout(300)  # let the plots finish drawing before the picture
     save_screenshot(page, "live_run_gold")
     assert console_errors == []
+
+
+def test_two_tabs_pressing_start_on_the_same_settings_watch_the_same_steps(open_page, server_url, runs_dir):
+    """The second learner joins the first one's run: both tabs show the same steps, and the server trained one run."""
+    query = "?steps=60&prompts=2&replies=2&T=6&eval_every=60&eval_prompts=2&eval_replies=2&seed=7717"
+    first = open_page("live-run", query)
+    second = first.context.new_page()
+    second.add_init_script(PROMPTS_OFF)
+    second.goto(f"{server_url}/live-run{query}")
+    second.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
+    second.locator(".bk-Canvas").first.wait_for(state="attached", timeout=30_000)
+    button(first, "Start").click()
+    first.wait_for_function("() => Bokeh.documents[0].get_model_by_name('metrics').data.step.length >= 1", timeout=60_000)
+    button(second, "Start").click()
+    expect(second.locator(".fl-shared", has_text="another learner started with exactly these settings")).to_be_visible()
+    for tab in (first, second):
+        expect(tab.locator(".fl-status", has_text="Finished: all 60 steps")).to_be_visible(timeout=240_000)
+    shown = [tab.evaluate("() => Array.from(Bokeh.documents[0].get_model_by_name('metrics').data.reward)") for tab in (first, second)]
+    assert len(shown[0]) == 60 and shown[0] == shown[1]
+    trained = [f for f in runs_dir.iterdir() if (f / "config.json").is_file() and read_run(f).config["settings"]["seed"] == 7717]
+    assert len(trained) == 1 and [m["reward"] for m in read_run(trained[0]).metrics] == shown[0]
+    second.close()
