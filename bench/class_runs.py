@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tornado.httpclient import AsyncHTTPClient
 
-from bench.load_test import ANALYTIC, KINDS, Figures, PageSession, learner, probe, summary
+from bench.load_test import ANALYTIC, KINDS, Figures, PageSession, learner, probe, server_log_problems, summary
 from tests.servers import start_server, stop_server
 
 BETAS = (0.05, 0.0, 0.2)
@@ -144,24 +144,29 @@ async def class_presses_start(base: str, learners: int, distinct: int, steps: in
     return report
 
 
-def print_report(r: dict) -> None:
-    f = r["first_step_s"]
-    print(f"{r['learners']} learners pressed Start within {r['within_s']:g} s, {r['distinct']} distinct settings, {r['steps']} steps each")
-    print(f"press to first step: p50 {f.get('p50', float('nan')):.1f} s, p95 {f.get('p95', float('nan')):.1f} s, "
-          f"last {f['last'] or float('nan'):.1f} s; {f['missing']} learners saw none")
+def report_text(r: dict) -> str:
+    f, lines = r["first_step_s"], []
+    lines.append(f"{r['learners']} learners pressed Start within {r['within_s']:g} s, {r['distinct']} distinct settings, "
+                 f"{r['steps']} steps each")
+    lines.append(f"press to first step: p50 {f.get('p50', float('nan')):.1f} s, p95 {f.get('p95', float('nan')):.1f} s, "
+                 f"last {f['last'] or float('nan'):.1f} s; {f['missing']} learners saw none")
     for query, run in r["runs"].items():
         pace = f"{run['steps_per_s']:.2f} steps/s" if run["steps_per_s"] else "no pace"
         end = run["all_pages_at_last_step_s"]
-        print(f"  {query}: {run['learners']} learners, {pace}, every page at its last step "
-              f"{f'{end:.0f} s' if end is not None else 'not reached'} after the first press")
-    print(f"run folders written: {r['run_folders']}; every page done after "
-          f"{r['every_page_done_s']:.0f} s" if r["every_page_done_s"] else f"run folders written: {r['run_folders']}; not every page finished")
+        lines.append(f"  {query}: {run['learners']} learners, {pace}, every page at its last step "
+                     f"{f'{end:.0f} s' if end is not None else 'not reached'} after the first press")
+    done = r["every_page_done_s"]
+    lines.append(f"run folders written: {r['run_folders']}; " +
+                 (f"every page at its last step {done:.0f} s after the first press" if done else "not every page finished"))
     for e in r["estimates"]:
-        print(f"  waited {e['waited_s']:.0f} s for the device, estimated {e['estimated_s']:.0f} s ({e['error']:+.0%})")
+        lines.append(f"  waited {e['waited_s']:.0f} s for the device, estimated {e['estimated_s']:.0f} s ({e['error']:+.0%})")
     if "moves" in r:
-        print(f"analytic pages meanwhile: slider p95 {r['moves']['all'].get('p95', float('nan')) * 1000:.0f} ms "
-              f"({r['moves']['all']['n']} moves), page-load p95 {r['loads']['all'].get('p95', float('nan')):.2f} s, "
-              f"{r['load_errors']} errors")
+        lines.append(f"analytic pages meanwhile: slider p95 {r['moves']['all'].get('p95', float('nan')) * 1000:.0f} ms "
+                     f"({r['moves']['all']['n']} moves), page-load p95 {r['loads']['all'].get('p95', float('nan')):.2f} s, "
+                     f"{r['load_errors']} errors")
+    lines.append(f"server log: {len(r['server_log_problems'])} tracebacks or error lines" +
+                 "".join(f"\n  {line}" for line in r["server_log_problems"][:10]))
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -187,11 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         stop_server(server)
     report["run_folders"] = len(list(runs.glob("*/config.json")))
-    report["server_log"] = str(server.log_path)
-    if args.json:
-        print(json.dumps(report, indent=1))
-    else:
-        print_report(report)
+    report["server_log_problems"] = server_log_problems(server.log())
+    print(json.dumps(report, indent=1) if args.json else report_text(report))
 
 
 if __name__ == "__main__":
