@@ -9,13 +9,15 @@ import gc
 import os
 import signal
 import sys
+import threading
 import time
 
 import cloudpickle
 import pytest
 
 from app import cluster as cluster_module
-from app.cluster import RUNS_PER_DEVICE, Cluster, Paused, Queued, Started, current, slots_from_environment
+from app.cluster import (JOB_NICENESS, RUNS_PER_DEVICE, Cluster, Paused, Queued, Started, TakeTurns, current,
+                         slots_from_environment)
 from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
 from app.runs import read_run
 from app.scheduler_upkeep import (
@@ -484,3 +486,44 @@ def test_a_local_schedulers_own_process_and_its_workers_exit_with_their_web_proc
         for process in processes:  # what a failed check left
             if process.is_running():
                 process.kill()
+
+
+def thread_niceness():
+    """A job: the niceness of the thread that runs it."""
+    yield os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own niceness is Linux's")
+def test_a_job_runs_at_a_lower_priority_than_the_web_process():
+    (niceness,) = own(current().submit("cpu", "niceness", thread_niceness).snapshots())
+    assert niceness == JOB_NICENESS > os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_jobs_take_turns_for_the_cores_first_come_first_served():
+    """At most n compute at once; one that lets go and asks again queues behind those already waiting."""
+    turns, inside, most, order = TakeTurns(2), [0], [0], []
+    lock = threading.Lock()
+
+    def job(name: str, steps: int) -> None:
+        for _ in range(steps):
+            with turns:
+                with lock:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                    order.append(name)
+                time.sleep(0.02)
+                with lock:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=job, args=(name, 5)) for name in "abcd"]
+    for t in threads:
+        t.start()
+        time.sleep(0.005)  # a, b, c, d ask in that order
+    for t in threads:
+        t.join()
+    assert most[0] == 2 and sorted(order) == sorted("abcd" * 5)
+    # No job gets ahead: at every point, each has had its turns within two of every other's (a plain Semaphore
+    # lets the job that lets go take the turn again at once, and one job can run all its steps in a row).
+    for i in range(1, len(order) + 1):
+        counts = [order[:i].count(name) for name in "abcd"]
+        assert max(counts) - min(counts) <= 2, order
