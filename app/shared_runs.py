@@ -347,30 +347,61 @@ def find_run(name: str, runs_dir: Path) -> Run:
 # ----------------------------------------------------------------------------- waiting
 
 
+def newest_steps(folder: Path, last: int = 10) -> list[dict]:
+    """The newest `last` records of a run folder's metrics.jsonl, read from its end (a long run's file is long)."""
+    try:
+        with open(folder / "metrics.jsonl", "rb") as handle:
+            handle.seek(max(handle.seek(0, 2) - 400 * (last + 1), 0))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()[1:]  # the first may be cut
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # the line being written
+    return [r for r in records if isinstance(r, dict) and isinstance(r.get("step"), int)][-last:]
+
+
+_device_lines: dict[tuple, tuple[float, object]] = {}
+_device_lines_lock = threading.Lock()
+
+
+def device_line(cluster: Cluster, device: str, runs_dir: Path) -> tuple[list[str], list[tuple[int, int, float]], int]:
+    """(the waiting jobs' keys in order, (steps done, steps, seconds a step) of each running job, the device's slots),
+    at most ESTIMATE_SECONDS old: every waiting run of this process reads the same line."""
+    now = time.monotonic()
+    with _device_lines_lock:
+        kept = _device_lines.get((cluster, device, runs_dir))
+        if kept is not None and now - kept[0] < ESTIMATE_SECONDS:
+            return kept[1]
+    jobs = sorted((j for j in cluster.jobs() if job_device(j[0]) == device), key=lambda j: j[2])
+    running = []
+    for key, is_running, _, run_id in jobs:
+        if is_running:
+            newest = newest_steps(Path(runs_dir) / run_id) if run_id else []
+            steps = read_config(Path(runs_dir) / run_id / "config.json").get("settings", {}).get("steps") if run_id else None
+            running.append((newest[-1]["step"] if newest else 0, steps or run_steps(key) or 0,
+                            float(np.median([m.get("step_time", 0.0) for m in newest])) if newest else 0.0))
+    line = ([k for k, is_running, _, _ in jobs if not is_running], running, cluster.capacity(device))
+    with _device_lines_lock:
+        _device_lines[(cluster, device, runs_dir)] = (now, line)
+    return line
+
+
 def estimate_start(cluster: Cluster, key: str, runs_dir: Path) -> float | None:
-    """Seconds until the waiting job `key` should start (None while no worker holds it yet), from the cluster's
-    line for its device and the run folders in `runs_dir` of the runs training on it.
+    """Seconds until the waiting job `key` should start (None while no worker holds it yet or no pace is known),
+    from the cluster's line for its device and the run folders in `runs_dir` of the runs training on it.
 
     A job ahead that is not a live run (a reward model's training, say) counts as a run of as
     many steps as this one.
     """
-    device = job_device(key)
-    jobs = sorted((j for j in cluster.jobs() if job_device(j[0]) == device), key=lambda j: j[2])
-    waiting = [k for k, running, _, _ in jobs if not running]
+    waiting, running, slots = device_line(cluster, job_device(key), Path(runs_dir))
     if key not in waiting:
         return None
-    own = run_steps(key)
-    running = []
-    for _, is_running, _, run_id in jobs:
-        if is_running and run_id:
-            run = read_run(Path(runs_dir) / run_id)
-            times = [m.get("step_time", 0.0) for m in run.metrics[-10:]]
-            steps = run.config.get("settings", {}).get("steps", own)
-            running.append((run.metrics[-1]["step"] if run.metrics else 0, steps, float(np.median(times)) if times else 0.0))
-        elif is_running:
-            running.append((0, own, 0.0))
-    ahead = [run_steps(k) or own for k in waiting[: waiting.index(key)]]
-    return start_estimate(waiting.index(key) + 1, cluster.capacity(device), running, ahead)
+    ahead = [run_steps(k) or run_steps(key) for k in waiting[: waiting.index(key)]]
+    return start_estimate(waiting.index(key) + 1, slots, running, ahead)
 
 
 def start_estimate(position: int, slots: int, running: list[tuple[int, int, float]], waiting: list[int],

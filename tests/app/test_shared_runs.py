@@ -2,6 +2,7 @@
 page that asks for it; a finished run shown from its files; Stop and Pause on a shared run; the room's list;
 a killed worker under a shared run; a forged run name; the estimated start of a waiting run."""
 
+import json
 import os
 import signal
 import time
@@ -12,7 +13,7 @@ from app.cluster import current as current_cluster
 from app.model_jobs import run_steps
 from app.pages.live_run import LiveRunPage
 from app.runs import list_runs, read_run
-from app.shared_runs import CLASS_RUNS, replay, run_key, start_estimate
+from app.shared_runs import CLASS_RUNS, newest_steps, replay, run_key, start_estimate
 from app.text.live_run import FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count
@@ -233,3 +234,34 @@ def test_the_estimated_start_frees_the_slots_in_order():
     assert start_estimate(1, 2, [(0, 100, 0.0), (50, 100, 1.0)], [100], load_seconds=0) == pytest.approx(50.0)
     assert start_estimate(1, 3, [(0, 100, 1.0)], [100]) == 0.0
     assert start_estimate(1, 1, [(0, 100, 0.0)], [100]) is None
+
+
+def test_a_run_waiting_for_its_device_says_when_it_should_start(tmp_path):
+    """This test session's cluster trains one job at a time: the second distinct run waits, with its estimate."""
+    a, b = tiny_page(tmp_path, 400), tiny_page(tmp_path, 5, beta="0.2")
+    try:
+        a.start()
+        wait_for(lambda: len(a._state.metrics) >= 3)
+        b.start()
+        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.status.object)
+        (running,) = [r for r in CLASS_RUNS.training(tmp_path) if r.settings.steps == 400]
+        left = 400 - running.state.step
+        said = b._state.starts_in
+        times = [m["step_time"] for m in running.state.metrics[-10:]]
+        assert 0.5 * left * min(times) <= said <= 2 * left * max(times) + 2  # the steps a has left, at its pace
+        a.stop()
+        b.runner.join(120)
+        assert b._state.step == 5
+    finally:
+        a.close()
+        b.close()
+    no_job_left()
+
+
+def test_the_newest_steps_are_read_from_the_end_of_a_long_file(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    lines = [json.dumps({"step": i, "reward": 0.1 * i, "step_time": 0.5}) for i in range(1, 501)]
+    (folder / "metrics.jsonl").write_text("\n".join(lines) + '\n{"step": 501, "rew')  # the line being written
+    assert [m["step"] for m in newest_steps(folder)] == list(range(491, 501))
+    assert newest_steps(tmp_path / "no-such-run") == []
