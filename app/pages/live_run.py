@@ -304,7 +304,11 @@ class LiveRunPage(pn.viewable.Viewer):
             self._shown = (len(state.metrics), len(state.evals))
 
     def _show_steps(self, state: LiveState) -> None:
-        self.curves.steps.data = columns_of(list(state.metrics), STEP_COLUMNS)
+        shown = self._shown[0]
+        if 0 <= shown < len(state.metrics):  # the same run, further on: only its new steps travel to the browser
+            self.curves.steps.stream(columns_of(list(state.metrics[shown:]), STEP_COLUMNS))
+        else:
+            self.curves.steps.data = columns_of(list(state.metrics), STEP_COLUMNS)
         if state.metrics:
             self.metrics.update(**state.metrics[-1])
             self.controls.progress = min(state.step / state.settings.steps, 1.0)
