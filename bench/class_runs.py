@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import tempfile
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from tornado.httpclient import AsyncHTTPClient
 
-from bench.load_test import ANALYTIC, KINDS, Figures, PageSession, learner, probe, server_log_problems, summary
+from bench.load_test import ANALYTIC, KINDS, Figures, PageSession, cpu_seconds, learner, probe, server_log_problems, summary
 from tests.servers import start_server, stop_server
 
 BETAS = (0.05, 0.0, 0.2)
@@ -97,9 +98,18 @@ async def press_start(base: str, k: int, query: str, at: float, steps: int, time
     return page, page.watcher
 
 
+def process_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the server's web process and of its children (the local cluster's scheduler and workers)."""
+    import psutil
+
+    children = psutil.Process(pid).children(recursive=True)
+    return {"web": cpu_seconds(pid), "cluster": sum(cpu_seconds(c.pid) for c in children if c.is_running())}
+
+
 async def class_presses_start(base: str, learners: int, distinct: int, steps: int, within: float, timeout: float,
-                              with_load: bool, longest: float) -> dict:
+                              with_load: bool, longest: float, server_pid: int | None = None) -> dict:
     AsyncHTTPClient.configure(None, max_clients=4 * (learners + 30))
+    cpu_before, client_before = process_cpu(server_pid) if server_pid else None, time.process_time()
     figures = Figures()
     answered = await probe(base, ANALYTIC, timeout) if with_load else {}
     started = time.perf_counter()
@@ -136,6 +146,11 @@ async def class_presses_start(base: str, learners: int, distinct: int, steps: in
               "first_step_s": summary(first) | {"last": max(first) if first else None, "missing": learners - len(first)},
               "runs": runs, "every_page_done_s": done - started if all(w.steps_seen >= steps for w in watchers) else None,
               "estimates": estimates}
+    wall = done - started
+    report["wall_s"], report["cpu_s"] = wall, {"learners (this process)": time.process_time() - client_before}
+    if cpu_before is not None:
+        cpu_after = process_cpu(server_pid)
+        report["cpu_s"] |= {f"server {k}": cpu_after[k] - cpu_before[k] for k in cpu_after}
     if with_load:
         for kinds in KINDS.values():
             by_page = getattr(figures, kinds)
@@ -164,6 +179,8 @@ def report_text(r: dict) -> str:
         lines.append(f"analytic pages meanwhile: slider p95 {r['moves']['all'].get('p95', float('nan')) * 1000:.0f} ms "
                      f"({r['moves']['all']['n']} moves), page-load p95 {r['loads']['all'].get('p95', float('nan')):.2f} s, "
                      f"{r['load_errors']} errors")
+    lines.append(f"CPU seconds in the {r['wall_s']:.0f} s: " + ", ".join(f"{k} {v:.0f}" for k, v in r["cpu_s"].items()) +
+                 f" (the machine has {os.cpu_count()} cores)")
     lines.append(f"server log: {len(r['server_log_problems'])} tracebacks or error lines" +
                  "".join(f"\n  {line}" for line in r["server_log_problems"][:10]))
     return "\n".join(lines)
@@ -188,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     server = start_server("--max-sessions", "200", *options, env={"FEEDBACK_LAB_RUNS": str(runs)})
     try:
         report = asyncio.run(class_presses_start(server.url, args.learners, args.distinct, args.steps, args.within,
-                                                 args.timeout, args.with_load, args.longest))
+                                                 args.timeout, args.with_load, args.longest, server.process.pid))
     finally:
         stop_server(server)
     report["run_folders"] = len(list(runs.glob("*/config.json")))

@@ -178,6 +178,8 @@ class PageSession:
                 raise ServerError(f"expected ACK, got {ack.header['msgtype']}")
             await _send(ws, {"msgid": "pull", "msgtype": "PULL-DOC-REQ"}, {})
             reply = await asyncio.wait_for(_read(ws, receiver), timeout)
+            while reply.header["msgtype"] == "PATCH-DOC":  # a change made before the pull, which the document holds too
+                reply = await asyncio.wait_for(_read(ws, receiver), timeout)
             if reply.header["msgtype"] != "PULL-DOC-REPLY":
                 raise ServerError(f"expected PULL-DOC-REPLY, got {reply.header['msgtype']}: {reply.content}")
         except BaseException:
