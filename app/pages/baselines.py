@@ -179,7 +179,7 @@ class BaselinesPage(pn.viewable.Viewer):
         fig.scatter("b", "g", source=self.dots, color="colour", size=10)
         crossing = fig.scatter("b", "g", source=self.cross, marker="diamond", size=14, color=OKABE_ITO["vermillion"])
         items.append(LegendItem(label="where the lines cross", renderers=[crossing]))
-        fig.add_layout(Legend(items=items, orientation="horizontal", ncols=2), "below")
+        fig.add_layout(Legend(items=items, orientation="vertical"), "below")  # one column: two ran past a phone's width
         return fig
 
     def _changed(self, *events):

@@ -57,7 +57,7 @@ from engines.token_world_training import (
     training_stream,
 )
 from widgets.downloads import csv_download, plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.equation_card import equation, equation_card
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
@@ -348,7 +348,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         return self.predict_card.guard(
             pn.pane.Markdown("#### Bias² and variance of GAE against λ, for three critics", margin=(0, 10)),
             pn.pane.Markdown(LAMBDA_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
-            pn.pane.LaTeX(f"$${DECOMPOSITION}$$", margin=(0, 10)),
+            equation(DECOMPOSITION),
             plot_with_downloads(self._lambda_panels(), {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc}),
             self.mc_job.view(pn.widgets.IntInput.from_param(self.param.episodes, width=180)),
             self.mc_status,
