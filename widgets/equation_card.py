@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import panel as pn
 
-EQUATION_CSS = """
-:host { overflow-x: auto; overflow-y: hidden; }
-.katex-display > .katex { text-align: left; }
-"""
-"""An equation wider than the screen (a phone's) scrolls inside its own box instead of past the page's edge;
-it stays on the left, where it was drawn before its box took the page's width."""
+EQUATION_CSS = ":host { overflow-x: auto; overflow-y: hidden; }"
+"""An equation wider than its box (on a phone, whose width the box takes: assets/page.html) scrolls inside the box
+instead of past the page's edge."""
 
 
 def equation(latex: str, **kwargs) -> pn.pane.LaTeX:
-    """A displayed equation (LaTeX, without the $$) as wide as the page, scrolling inside its box when wider."""
-    return pn.pane.LaTeX(f"$${latex}$$", sizing_mode="stretch_width", stylesheets=[EQUATION_CSS], margin=(0, 10), **kwargs)
+    """A displayed equation (LaTeX, without the $$), scrolling inside its box when wider than the page."""
+    return pn.pane.LaTeX(f"$${latex}$$", stylesheets=[EQUATION_CSS], margin=(0, 10), **kwargs)
 
 
 def equation_card(intro: str, formula: str, notice: str, predict: str | None = None, *, why: str | None = None, prediction=None) -> pn.Column:
