@@ -1,7 +1,7 @@
 """Every page for screen readers and keyboards: axe-core's checks in Chromium, the controls' names, a visible focus.
 
-axe-core runs on each page's first visit (guided prompts on, as a newcomer sees it) and with each of its sections
-open (`?section=NAME`, prompts off, so every part behind a question is drawn too).
+axe-core runs on each page's first visit (guided prompts on, as a newcomer sees it; in either theme) and with each of
+its sections open (`?section=NAME`, prompts off, so every part behind a question is drawn too).
 """
 
 import panel as pn
@@ -24,11 +24,13 @@ def sections(info) -> list[str]:
     return []
 
 
-VISITS = [("", "", True)] + [
+ROUTES = [""] + [info.route for info in available_pages()]
+VISITS = [
     visit for info in available_pages()
-    for visit in [(info.route, "", True)] + [(info.route, f"?section={name}", False) for name in sections(info)]
-]
-"""(route, query, prompts on): every page's first visit, then the page with each section open."""
+    for visit in [(info.route, f"?section={name}", False) for name in sections(info)]
+] + [(route, query, True) for route in ROUTES for query in ("", "?theme=dark")]
+"""(route, query, prompts on): every page with each section open, then every page's first visit, in the light theme
+and in the dark one."""
 
 
 def violations(page) -> list[dict]:
