@@ -66,13 +66,21 @@ def query_link(route: str) -> str:
 
 
 def nav_html(pages: list[PageInfo], active: str, link: Callable[[str], str]) -> str:
-    """The header's links: the index, then every page present; the active one marked."""
+    """The header's links: the index, then every page present; the active one marked. On a phone's width they fold
+    behind the menu button (assets/app.css)."""
     entries = [("", "Overview")] + [(p.route, p.title) for p in pages]
     anchors = [
         f'<a href="{link(route)}"{" aria-current=page" if route == active else ""}>{title}</a>'
         for route, title in entries
     ]
-    return f'<nav class="fl-nav">{"".join(anchors)}{THEME_SWITCH}</nav>'
+    return f'<nav class="fl-nav" aria-label="Pages">{MENU_BUTTON}<div class="fl-links" id="fl-links">{"".join(anchors)}</div>{THEME_SWITCH}</nav>'
+
+
+MENU_BUTTON = (
+    '<button type="button" class="fl-menu" aria-expanded="false" aria-controls="fl-links" '
+    "onclick=\"this.setAttribute('aria-expanded', this.parentElement.classList.toggle('fl-open'));\">Menu</button>"
+)
+"""The phone's menu button: shows or hides the links (hidden on wider screens, where they are always shown)."""
 
 
 THEME_SWITCH = (
@@ -113,6 +121,7 @@ NOTATION = (
 """The reference card of the index: module 9's notation table, with chapter 6's symbols, as the pages use them."""
 
 INDEX_CSS = """
+.fl-card-title { font-size: 1.25em; margin: 0.2em 0; }
 .fl-sections { opacity: 0.75; font-size: 0.9em; }
 .fl-notation { border-collapse: collapse; }
 .fl-notation th, .fl-notation td { padding: 0.2em 0.8em; border-bottom: 1px solid rgba(128, 128, 128, 0.35); text-align: left; vertical-align: top; }
@@ -146,7 +155,8 @@ def index_view(pages: list[PageInfo], link: Callable[[str], str]) -> pn.Column:
     )
     notation = pn.Card(
         pn.pane.HTML(notation_html(), sizing_mode="stretch_width", stylesheets=[INDEX_CSS]),
-        title="Notation: the symbols of every page",
+        # A card's title is an <h3>; under the page's <h1> the next level is <h2> (headings in order).
+        header=pn.pane.HTML('<h2 class="fl-card-title">Notation: the symbols of every page</h2>', stylesheets=[INDEX_CSS]),
         sizing_mode="stretch_width",
         css_classes=["fl-notation-card"],
     )
@@ -171,13 +181,16 @@ class TemplateBootstrap(Bootstrap):
 
 
 class PageTemplate(pn.template.BootstrapTemplate):
-    """Panel's Bootstrap template, its session document's set of models computed once rather than once per root.
+    """Panel's Bootstrap template in assets/page.html (a phone's width, accessible names and landmarks for what
+    Bokeh draws), its session document's set of models computed once rather than once per root.
 
     Bokeh recomputes a document's models (a walk of every property of every model reachable from
     its roots) each time a root is added, unless the document is frozen; the template adds about
     ten roots (header, main, sidebar, modal, notifications, location...), so a visit walked the
     whole page ten times: 35 to 60 ms of a 0.25 to 0.4 s visit.
     """
+
+    _template = assets.path("page.html")
 
     def server_doc(self, doc=None, title=None, location=True):
         doc = create_doc_if_none_exists(doc)
@@ -208,6 +221,7 @@ def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str],
             guide_switch(session_guide()),
         ],
         header_background="#0072B2",
+        meta_viewport="width=device-width, initial-scale=1",  # without it a phone lays the page out 980 px wide
         design=TemplateBootstrap,
         main_max_width="1100px",
         busy_indicator=None,  # it would send two extra messages on every slider step

@@ -9,6 +9,7 @@ import panel as pn
 from bokeh.models import ColumnDataSource
 
 from widgets.glyphs import lean_figure
+from widgets.headings import section_heading
 
 
 def source_csv(source: ColumnDataSource) -> str:
@@ -37,7 +38,7 @@ def plot_with_downloads(fig, sources: dict[str, ColumnDataSource], title: str | 
     """The figure (or layout of figures) with one CSV button per named source beneath it (PNG: the toolbar's
     save tool); its renderers send one glyph each (widgets.glyphs: no plot here selects or mutes)."""
     buttons = [csv_download(src, f"{name}.csv", f"CSV: {name}") for name, src in sources.items()]
-    parts = ([pn.pane.Markdown(f"#### {title}", margin=(0, 10))] if title else []) + [
+    parts = ([section_heading(title)] if title else []) + [
         pn.pane.Bokeh(lean_figure(fig), sizing_mode="stretch_width"),
         pn.Row(*buttons),
     ]

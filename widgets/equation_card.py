@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import panel as pn
 
+EQUATION_CSS = ":host { overflow-x: auto; overflow-y: hidden; }"
+"""An equation wider than its box (on a phone, whose width the box takes: assets/page.html) scrolls inside the box
+instead of past the page's edge."""
 
-def equation_card(intro: str, equation: str, notice: str, predict: str | None = None, *, why: str | None = None, prediction=None) -> pn.Column:
+
+def equation(latex: str, **kwargs) -> pn.pane.LaTeX:
+    """A displayed equation (LaTeX, without the $$), scrolling inside its box when wider than the page."""
+    return pn.pane.LaTeX(f"$${latex}$$", stylesheets=[EQUATION_CSS], margin=(0, 10), **kwargs)
+
+
+def equation_card(intro: str, formula: str, notice: str, predict: str | None = None, *, why: str | None = None, prediction=None) -> pn.Column:
     """"Why this page" (Markdown), the introduction, the equation (LaTeX, without the $$), a "What to notice" line.
 
     `why`, when given, opens the card: one paragraph on what the page is for.
@@ -19,7 +28,7 @@ def equation_card(intro: str, equation: str, notice: str, predict: str | None = 
         parts.append(pn.pane.Markdown(f"**Why this page.** {why}", sizing_mode="stretch_width", margin=(0, 10)))
     parts += [
         pn.pane.Markdown(intro, sizing_mode="stretch_width", margin=(0, 10)),
-        pn.pane.LaTeX(f"$${equation}$$", styles={"font-size": "1.15em"}, margin=(0, 10)),
+        equation(formula, styles={"font-size": "1.15em"}),
     ]
     notice_pane = pn.pane.Markdown(f"**What to notice.** {notice}", sizing_mode="stretch_width", margin=(0, 10))
     if prediction is not None:

@@ -36,10 +36,12 @@ CARD_STYLES = {
     "background": "rgba(230, 159, 0, 0.08)",
     "border-radius": "4px",
     "padding": "0.2em 0.6em 0.4em 0.6em",
-    "margin": "0.4em 10px",
 }
 """The card's look: the palette's orange as an accent, a background that also reads on the dark theme."""
-PLACEHOLDER_STYLES = {"border": "1px dashed rgba(128, 128, 128, 0.6)", "border-radius": "4px", "padding": "0 0.8em", "margin": "0.3em 10px", "opacity": "0.85"}
+PLACEHOLDER_STYLES = {"border": "1px dashed rgba(128, 128, 128, 0.6)", "border-radius": "4px", "padding": "0 0.8em", "opacity": "0.85"}
+CARD_MARGIN, PLACEHOLDER_MARGIN = (6, 10), (4, 10)
+"""Margins as Panel's `margin` rather than a style: a page-wide part's width is then the page's less its margins,
+where a style's margin was added to the full width (10 px past a phone's edge)."""
 
 
 class Guide(param.Parameterized):
@@ -313,6 +315,7 @@ class PredictionCard(pn.viewable.Viewer):
             explanation=markdown_html(explanation),
             sizing_mode="stretch_width",
             styles=CARD_STYLES,
+            margin=CARD_MARGIN,
             css_classes=["fl-predict", card_class(key)],
         )
         self._guarded: list[tuple[pn.Column, tuple]] = []  # each guarded column and what it shows once revealed
@@ -358,6 +361,7 @@ class PredictionCard(pn.viewable.Viewer):
                 "(Guided prompts can be switched off in the header.)</p>",
                 sizing_mode="stretch_width",
                 styles=PLACEHOLDER_STYLES,
+                margin=PLACEHOLDER_MARGIN,
                 css_classes=["fl-guarded-placeholder"],
             )
             self._placeholders.append(line)

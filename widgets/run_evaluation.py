@@ -16,6 +16,7 @@ import panel as pn
 from app.text.live_run import eval_lines_html, example_options, worked_example_lines
 from engines.lm.results import worked_example
 from engines.lm.settings import LMSettings
+from widgets.headings import section_heading
 from widgets.run_html import CSS, eval_table_html, worked_example_html
 
 NO_EXAMPLE = '<p class="fl-caption">The worked example appears after the first evaluation.</p>'
@@ -55,10 +56,10 @@ class RunEvaluation(pn.viewable.Viewer):
     @cached_property
     def _layout(self) -> pn.Column:
         return pn.Column(
-            pn.pane.Markdown("#### Held-out evaluation (the seed's `[eval]` lines)", margin=(0, 10)),
+            section_heading("Held-out evaluation (the seed's `[eval]` lines)"),
             self.table,
             self.lines,
-            pn.pane.Markdown("#### The worked example of section 6.12: one held-out reply, token by token", margin=(0, 10)),
+            section_heading("The worked example of section 6.12: one held-out reply, token by token"),
             self.choice,
             self.example,
             sizing_mode="stretch_width",

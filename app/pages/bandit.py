@@ -61,6 +61,7 @@ from widgets.bandit_plots import (
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
@@ -362,7 +363,7 @@ class BanditPage(pn.viewable.Viewer):
 
     def __panel__(self):
         bandit = pn.Column(
-            pn.pane.Markdown("#### The bandit and the policy", margin=(0, 10)),
+            section_heading("The bandit and the policy"),
             pn.Row(*(slider(self.param[f"mu{k}"], width=200) for k in range(1, K + 1))),
             pn.Row(
                 slider(self.param.sd, width=200),
@@ -371,7 +372,7 @@ class BanditPage(pn.viewable.Viewer):
             ),
         )
         estimate = pn.Column(
-            pn.pane.Markdown("#### The estimate", margin=(0, 10)),
+            section_heading("The estimate"),
             pn.Row(slider(self.param.b, width=260), self.b_to_V, self.b_to_star, slider(self.param.samples, width=260, format="0,0")),
             seed_control(self.param.seed),
         )

@@ -16,6 +16,7 @@ from bokeh.models import ColumnDataSource, Legend, LegendItem, Span
 from engines.two_action import two_action_estimates
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.numbers import to_fixed
 from widgets.predict import PredictionCard, session_guide
@@ -179,7 +180,7 @@ class BaselinesPage(pn.viewable.Viewer):
         fig.scatter("b", "g", source=self.dots, color="colour", size=10)
         crossing = fig.scatter("b", "g", source=self.cross, marker="diamond", size=14, color=OKABE_ITO["vermillion"])
         items.append(LegendItem(label="where the lines cross", renderers=[crossing]))
-        fig.add_layout(Legend(items=items, orientation="horizontal", ncols=2), "below")
+        fig.add_layout(Legend(items=items, orientation="vertical"), "below")  # one column: two ran past a phone's width
         return fig
 
     def _changed(self, *events):
@@ -215,7 +216,7 @@ class BaselinesPage(pn.viewable.Viewer):
                 self.summary,
                 self.metrics,
                 plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
-                pn.pane.Markdown("#### The seed's table, for the current p", margin=(0, 10)),
+                section_heading("The seed's table, for the current p"),
                 self.table,
                 note="the demo",
             ),

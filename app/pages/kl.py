@@ -65,6 +65,7 @@ from engines.kl_optimal import (
 )
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.headings import section_heading
 from widgets.kl_plots import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
@@ -304,9 +305,9 @@ class KLPage(pn.viewable.Viewer):
 
     def _replies_section(self):
         return pn.Column(
-            pn.pane.Markdown("#### The most likely replies under π*", margin=(0, 10)),
+            section_heading("The most likely replies under π*"),
             self.top_table,
-            pn.pane.Markdown("#### A reply the reference never writes", margin=(0, 10)),
+            section_heading("A reply the reference never writes"),
             self.never_card,
             self.never_card.guard(self.zero, note="what π* gives those replies"),
             sizing_mode="stretch_width",
@@ -314,7 +315,7 @@ class KLPage(pn.viewable.Viewer):
 
     def _two_section(self):
         return pn.Column(
-            pn.pane.Markdown("#### Two equally likely replies: the exchange rate e^(gap/β)", margin=(0, 10)),
+            section_heading("Two equally likely replies: the exchange rate e^(gap/β)"),
             slider(self.param.gap, width=320),
             self.two,
             plot_with_downloads(pair_figure(self.pair, PAIR), {"two_replies": self.pair}),

@@ -12,6 +12,7 @@ import html
 import panel as pn
 
 from app.lab import EXERCISES, NOTEBOOK, PARTS, STRETCH
+from widgets.headings import HEADING_CSS
 
 TITLE = "The lab: six exercises in a notebook"
 SUMMARY = "Write returns, the REINFORCE loss, a baseline, the Bradley-Terry rater and a reward model's loss; checkpoints say whether each is right."
@@ -38,8 +39,8 @@ def exercises_html() -> str:
         rows = "".join(
             f"<li><b>Exercise {e.number} · {html.escape(e.title)}</b> (section {e.sections}, {e.minutes} min): "
             f"{html.escape(e.writes)}</li>" for e in EXERCISES if e.part == key)
-        parts.append(f"<h4>Part {key} · {html.escape(title)}</h4><ul>{rows}</ul>")
-    parts.append(f"<h4>Stretch</h4><ul><li>{html.escape(STRETCH)}</li></ul>")
+        parts.append(f"<h2>Part {key} · {html.escape(title)}</h2><ul>{rows}</ul>")
+    parts.append(f"<h2>Stretch</h2><ul><li>{html.escape(STRETCH)}</li></ul>")
     return f'<div class="fl-lab"><p>{OPENING}</p>{"".join(parts)}{HOW}</div>'
 
 
@@ -53,7 +54,7 @@ class LabPage(pn.viewable.Viewer):
                                                 width=320)
 
     def __panel__(self):
-        return pn.Column(pn.pane.HTML(exercises_html(), sizing_mode="stretch_width"), self.download,
+        return pn.Column(pn.pane.HTML(exercises_html(), sizing_mode="stretch_width", stylesheets=[HEADING_CSS]), self.download,
                          sizing_mode="stretch_width")
 
 

@@ -36,6 +36,7 @@ from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.pairs_files import PairsFiles
 from widgets.predict import PredictionCard, session_guide
@@ -362,7 +363,7 @@ class RewardModelPage(pn.viewable.Viewer):
             ),
             self.train_text,
             self.metrics,
-            pn.pane.Markdown(PROBE_TITLE, margin=(0, 10)),
+            section_heading(PROBE_TITLE),
             plot_with_downloads(probe_table(self.probe), {"probe": self.probe}),
             pn.Row(self.save_button),
             self.saved_text,

@@ -58,6 +58,7 @@ from engines.toy_target import (
 )
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
@@ -291,7 +292,7 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     def _variance_section(self):
         return pn.Column(
-            pn.pane.Markdown("#### Exercise 2: total variance of one estimate, the same samples for every row", margin=(0, 10)),
+            section_heading("Exercise 2: total variance of one estimate, the same samples for every row"),
             self.ranking_card.guard(
                 self.variance_table,
                 csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),

@@ -71,7 +71,7 @@ TRAINING_INTRO = (
     "A fifth of the pairs is held out; each step draws 64 training pairs and takes an AdamW step on "
     "equation 14. A changed setting retrains."
 )
-PROBE_TITLE = "#### The probe: hand-written replies the language model rarely writes"
+PROBE_TITLE = "The probe: hand-written replies the language model rarely writes"
 READINGS = {
     "accuracy": ("held-out accuracy", "{value:.3f}"),
     "se": ("± binomial SE", "{value:.3f}"),

@@ -6,9 +6,10 @@ import nothing from here):
                      (offline, with an empty Hugging Face cache, writing runs to `runs_dir`)
     runs_dir         the test server's runs folder, a temporary one
     console_errors   console errors and page errors of the `page` fixture, filled as it runs
-    open_page        open_page(route, query="", prompts=False) loads a page, waits until Bokeh has drawn it
-                     and the page has read the browser's stored guide state; with prompts=False the
-                     browser starts with guided prompts off, so every guarded panel is shown
+    open_page        open_page(route, query="", prompts=False, drawn=DRAWN) loads a page, waits until Bokeh has
+                     drawn it (an element matching `drawn`: a plot, the index or the lab's listing) and the
+                     page has read the browser's stored guide state; with prompts=False the browser starts
+                     with guided prompts off, so every guarded panel is shown
                      (tests/browser/test_guided.py tests the prompts themselves)
     slider_handle    slider_handle(page, label): the handle of the slider titled `label...`
     slider_value     slider_value(page, label): the value its title shows, as text
@@ -91,11 +92,15 @@ def wait_for_guide():
     return _wait_for_guide
 
 
+DRAWN = ".bk-Canvas, .fl-index, .fl-lab"
+"""What a drawn page shows: a plot, or, on the index and the lab page, which have none, their listing."""
+
+
 @pytest.fixture
 def open_page(page, server_url, console_errors):
     prompts_off = False
 
-    def go(route: str, query: str = "", prompts: bool = False):
+    def go(route: str, query: str = "", prompts: bool = False, drawn: str = DRAWN):
         nonlocal prompts_off
         if not prompts and not prompts_off:
             page.add_init_script(PROMPTS_OFF)
@@ -105,10 +110,10 @@ def open_page(page, server_url, console_errors):
         # first question: the plots behind it are built once it is answered) is drawn; the index and the lab
         # page, which have no plot, once their listing is.
         page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
-        page.locator(".bk-Canvas, .fl-index, .fl-lab, .fl-predict").first.wait_for(state="attached", timeout=20_000)
+        page.locator(f"{drawn}, .fl-predict").first.wait_for(state="attached", timeout=20_000)
         _wait_for_guide(page)
         if not prompts:  # the parts behind the questions arrive once the browser's stored guide has reached the server
-            page.locator(".bk-Canvas, .fl-index, .fl-lab").first.wait_for(state="attached", timeout=30_000)
+            page.locator(drawn).first.wait_for(state="attached", timeout=30_000)
         return page
 
     return go
