@@ -13,14 +13,16 @@ from collections.abc import Callable
 import pandas as pd
 import panel as pn
 
+from widgets.headings import section_heading
+
 
 class RunsTable(pn.viewable.Viewer):
-    """The runs with a checkbox each under `caption`; `ticked` holds the ids of the ticked ones."""
+    """The runs with a checkbox each under `title` and `caption`; `ticked` holds the ids of the ticked ones."""
 
-    def __init__(self, frame: pd.DataFrame, caption: str, on_ticks: Callable[[], None], on_refresh: Callable[[], None],
+    def __init__(self, frame: pd.DataFrame, title: str, caption: str, on_ticks: Callable[[], None], on_refresh: Callable[[], None],
                  download: Callable[[], io.BytesIO], on_open: Callable[[str], None] | None = None, **params):
         super().__init__(**params)
-        self.caption, self.on_ticks = caption, on_ticks
+        self.title, self.caption, self.on_ticks = title, caption, on_ticks
         self.ticked: list[str] = []
         self.table = pn.widgets.Tabulator(frame, selectable="checkbox", disabled=True, show_index=False, layout="fit_data_table",
                                           pagination="local", page_size=10, sizing_mode="stretch_width", css_classes=["fl-runs"])
@@ -45,6 +47,7 @@ class RunsTable(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
+            section_heading(self.title),
             pn.pane.Markdown(self.caption, margin=(0, 10), sizing_mode="stretch_width"),
             self.table,
             pn.Row(self.refresh_button, self.open_button, self.download),

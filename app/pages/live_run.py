@@ -51,6 +51,7 @@ from app.text.live_run import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILE
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
+from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import RunControls, seed_control
@@ -141,7 +142,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.metrics = MetricRow(METRICS)
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
         self.evaluation = RunEvaluation()
-        self.runs_list = RunsTable(runs_frame([], set()), f"#### The room's runs, in {self.runs_dir}/\n\n{COMPARE}", self._draw_overlays,
+        self.runs_list = RunsTable(runs_frame([], set()), f"The room's runs, in {self.runs_dir}/", COMPARE, self._draw_overlays,
                                    self.refresh_runs, self._download, on_open=self.open_run)
 
         self.param.watch(self._model_changed, "model")
@@ -395,7 +396,7 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _samples_section(self):
         return pn.Column(
-            pn.pane.Markdown("#### The newest replies, each token shaded by its log-ratio to the reference", margin=(0, 10)),
+            section_heading("The newest replies, each token shaded by its log-ratio to the reference"),
             pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
             self.samples,
             sizing_mode="stretch_width",
