@@ -1,7 +1,8 @@
 """Run folders of the live REINFORCE run: `runs/ID/` with config.json and three JSON-lines files.
 
     config.json     the settings, the learning rate and device in force, the model's size
-    metrics.jsonl   one line per training step: step, reward, p_positive, kl, entropy, grad_norm, loss, step_time
+    metrics.jsonl   one line per training step: step, reward, p_positive, kl, entropy, grad_norm, loss, step_time,
+                    time (Unix seconds when it was written)
                     (and gold, the mean gold score g, when the reward is a learned reward model)
     samples.jsonl   one line per training step: step and the newest replies with per-token log-ratios
     eval.jsonl      one line per held-out evaluation: step, reward, p_positive, kl_exact, kl, entropy,
@@ -58,11 +59,21 @@ def new_run_id(settings: LMSettings) -> str:
 
 
 def step_record(result: StepResult) -> dict:
-    """The metrics.jsonl line of a step."""
+    """The metrics.jsonl line of a step, stamped with the time it was written."""
     record = {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "samples"}
     if record["gold"] is None:
         del record["gold"]  # only a learned reward model has a gold score beside it
-    return record
+    return record | {"time": round(time.time(), 3)}
+
+
+def wall_pace(records: list[dict]) -> float | None:
+    """Seconds a step of wall-clock time over `records` (metrics lines, oldest first): its evaluations and its waits
+    for a turn of the cores included, which `step_time` (the step's own computation) leaves out. None with fewer than
+    two stamped steps."""
+    stamped = [r for r in records if isinstance(r.get("time"), (int, float))]
+    if len(stamped) < 2 or stamped[-1]["step"] == stamped[0]["step"]:
+        return None
+    return (stamped[-1]["time"] - stamped[0]["time"]) / (stamped[-1]["step"] - stamped[0]["step"])
 
 
 def samples_record(result: StepResult) -> dict:

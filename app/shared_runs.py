@@ -43,12 +43,15 @@ import numpy as np
 from app.cluster import POLL_SECONDS, Cluster, job_device
 from app.model_jobs import LiveRun, LiveState, run_steps
 from app.offered import is_folder
-from app.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record
+from app.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
 from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
 
 LOG = logging.getLogger("feedback_lab")
 KEY_FORMAT = 1
 """Bumped when what fixes a run's numbers changes, so that runs of an older recipe are not served as new ones."""
+PACE_STEPS = 30
+"""The newest steps of a running run whose wall-clock pace an estimate and its page's status line give (a few
+evaluations' worth of steps and waits for the cores)."""
 ESTIMATE_SECONDS = 2.0
 """Seconds between two estimates of a waiting run's start."""
 REPLAY_SPEED = 1.0
@@ -330,9 +333,39 @@ def replay(run: Run, at_pace: bool = False) -> Iterator[LiveState]:
         yield upto(run.metrics[-1]["step"] if run.metrics else 0)
         return
     yield upto(0)
-    for m in run.metrics:
-        time.sleep(max(float(m.get("step_time", 0.0)), 0.0) / REPLAY_SPEED)
+    written = [m.get("time") for m in run.metrics]
+    for i, m in enumerate(run.metrics):
+        # The seconds between its lines as written (evaluations and waits for the cores included), else its own time.
+        gap = written[i] - written[i - 1] if i and None not in (written[i], written[i - 1]) else m.get("step_time", 0.0)
+        time.sleep(max(float(gap), 0.0) / REPLAY_SPEED)
         yield upto(m["step"])
+
+
+def follow_folder(folder: Path, training, every: float = 1.0) -> Iterator[LiveState]:
+    """A run another web process trains, from its files: the run so far every `every` seconds while `training()`
+    says it trains, then as it ended. Its life is its own process's: it stops when the learners there have left."""
+    while True:
+        still = training()
+        yield from replay(read_run(folder))
+        if not still:
+            return
+        time.sleep(every)
+
+
+def training_elsewhere(key: str | None, runs_dir: Path, cluster: Cluster) -> str | None:
+    """The folder name of a run named `key` that trains for another web process of the cluster, if one does."""
+    if key is None:
+        return None
+    ours = {run.state.folder.name for run in CLASS_RUNS.training(runs_dir) if run.state.folder is not None}
+    for run_id in sorted(cluster.running_ids() - ours):
+        if read_config(Path(runs_dir) / run_id / "config.json").get("run_key") == key:
+            return run_id
+    return None
+
+
+def trains(cluster: Cluster, name: str) -> bool:
+    """Whether the run folder `name` is being written by a job of the cluster now."""
+    return any(running and run_id == name for _, running, _, run_id in cluster.jobs())
 
 
 def find_run(name: str, runs_dir: Path) -> Run:
@@ -380,10 +413,9 @@ def device_line(cluster: Cluster, device: str, runs_dir: Path) -> tuple[list[str
     running = []
     for key, is_running, _, run_id in jobs:
         if is_running:
-            newest = newest_steps(Path(runs_dir) / run_id) if run_id else []
+            newest = newest_steps(Path(runs_dir) / run_id, PACE_STEPS) if run_id else []
             steps = read_config(Path(runs_dir) / run_id / "config.json").get("settings", {}).get("steps") if run_id else None
-            running.append((newest[-1]["step"] if newest else 0, steps or run_steps(key) or 0,
-                            float(np.median([m.get("step_time", 0.0) for m in newest])) if newest else 0.0))
+            running.append((newest[-1]["step"] if newest else 0, steps or run_steps(key) or 0, wall_pace(newest) or 0.0))
     line = ([k for k, is_running, _, _ in jobs if not is_running], running, cluster.capacity(device))
     with _device_lines_lock:
         _device_lines[(cluster, device, runs_dir)] = (now, line)

@@ -31,7 +31,8 @@ from pathlib import Path
 
 from tornado.httpclient import AsyncHTTPClient
 
-from bench.load_test import ANALYTIC, KINDS, Figures, PageSession, cpu_seconds, learner, probe, server_log_problems, summary
+from bench.load_test import (ANALYTIC, KINDS, Figures, PageSession, by_minute, cpu_seconds, learner, probe, server_log_problems,
+                             summary)
 from tests.servers import start_server, stop_server
 
 BETAS = (0.05, 0.0, 0.2)
@@ -156,6 +157,7 @@ async def class_presses_start(base: str, learners: int, distinct: int, steps: in
             by_page = getattr(figures, kinds)
             report[kinds] = {"all": summary([x for v in by_page.values() for x in v])}
         report["load_errors"] = len(figures.errors)
+        report["by_minute"] = by_minute(figures.timeline)
     return report
 
 
@@ -179,6 +181,10 @@ def report_text(r: dict) -> str:
         lines.append(f"analytic pages meanwhile: slider p95 {r['moves']['all'].get('p95', float('nan')) * 1000:.0f} ms "
                      f"({r['moves']['all']['n']} moves), page-load p95 {r['loads']['all'].get('p95', float('nan')):.2f} s, "
                      f"{r['load_errors']} errors")
+        for m in r["by_minute"]:
+            moves, loads = m["moves"], m["loads"]
+            lines.append(f"  minute {m['minute']}: slider p95 {moves.get('p95', float('nan')) * 1000:.0f} ms, "
+                         f"page-load p95 {loads.get('p95', float('nan')):.2f} s ({loads['n']} loads)")
     lines.append(f"CPU seconds in the {r['wall_s']:.0f} s: " + ", ".join(f"{k} {v:.0f}" for k, v in r["cpu_s"].items()) +
                  f" (the machine has {os.cpu_count()} cores)")
     lines.append(f"server log: {len(r['server_log_problems'])} tracebacks or error lines" +

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
 
 CSS = """
 .fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
@@ -16,6 +15,7 @@ CSS = """
 .fl-shared { margin: 0.2em 0.6em; padding: 0.3em 0.6em; border-left: 3px solid #0072B2; }
 """
 """The style sheet of the status and queue lines."""
+
 
 
 def format_bytes(n: int) -> str:
@@ -31,8 +31,9 @@ def format_wait(seconds: float) -> str:
     return f"{max(round(seconds / 5) * 5, 5):.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def status_html(state, label: str) -> str:
-    """The status line of a run under way (`label`: the run as the device queue names it)."""
+def status_html(state, label: str, pace: float | None = None) -> str:
+    """The status line of a run under way (`label`: the run as the device queue names it; `pace`: its seconds a step
+    of wall-clock time, when known)."""
     s = state.settings
     if state.phase == "loading":
         return (f'<p class="fl-status">Loading: {html.escape(label)} on {state.device or s.device} (the first run '
@@ -54,15 +55,15 @@ def status_html(state, label: str) -> str:
     where = html.escape(str(state.folder))
     if state.phase == "paused":
         return (
-            f'<p class="fl-status">Paused after step {state.step} of {s.steps}. The run keeps its place on {state.device}: '
-            f"Resume continues it, Stop ends it and lets waiting runs start. Files: {where}</p>"
+            f'<p class="fl-status">Paused after step {state.step} of {s.steps}: your view holds here. The run holds too, '
+            f"keeping its place on {state.device}, while every learner watching it has paused. Resume shows the newest "
+            f"step; Stop leaves the run. Files: {where}</p>"
         )
-    times = [m["step_time"] for m in state.metrics[-10:]]
-    pace = ""
-    if times:
-        left = float(np.median(times)) * (s.steps - state.step)
-        pace = f" · {np.median(times):.2f} s per step, about {left / 60:.0f} min of training left" if left >= 60 else f" · {np.median(times):.2f} s per step"
-    return f'<p class="fl-status">Running on {state.device}: {state.step} of {s.steps} steps done{pace} · writing {where}</p>'
+    when = ""
+    if pace is not None:
+        left = pace * (s.steps - state.step)
+        when = f" · {pace:.2f} s per step, about {left / 60:.0f} min of training left" if left >= 60 else f" · {pace:.2f} s per step"
+    return f'<p class="fl-status">Running on {state.device}: {state.step} of {s.steps} steps done{when} · writing {where}</p>'
 
 
 def idle_html(state) -> str:

@@ -44,8 +44,10 @@ from app.cluster import Cluster, current as current_cluster
 from app.limits import bound_controls, clamp_query, current as current_limits, limit_sentence
 from app.model_jobs import LiveState, run_label
 from app.offered import current as current_offer, offer_menu, start_problem
-from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, zip_runs
-from app.shared_runs import CLASS_RUNS, SharedRun, find_run, finished_run, replay, run_key, settings_of
+from app.runs import (RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, wall_pace,
+                      zip_runs)
+from app.shared_runs import (CLASS_RUNS, PACE_STEPS, SharedRun, find_run, finished_run, follow_folder, replay, run_key, settings_of,
+                             trains, training_elsewhere)
 from app.text.live_run import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,
                                NOTICE, OPENED, PREDICT, RUN_NAME_PATTERN, UNOPENABLE)
 from engines.lm.settings import DEVICES, LMSettings, default_lr
@@ -213,14 +215,22 @@ class LiveRunPage(pn.viewable.Viewer):
         self._show_error(problem)
         if settings is None:
             return
+        self._leave()
         key = run_key(settings, device)
         done = finished_run(key, self.runs_dir)
+        elsewhere = training_elsewhere(key, self.runs_dir, self.cluster) if done is None else None
         if done is not None:
             self._show(partial(replay, done, self.at_pace), settings, FINISHED.format(run=html.escape(done.id)))
-            return
-        self._leave()
-        self._run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self)
-        self._show(partial(self._run.follow, self), settings, JOINED if joined else "")
+        elif elsewhere is not None:
+            self._follow_files(elsewhere, settings, JOINED)
+        else:
+            self._run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self)
+            self._show(partial(self._run.follow, self), settings, JOINED if joined else "")
+
+    def _follow_files(self, name: str, settings: LMSettings, sentence: str) -> None:
+        """Show the run `name` that another web process trains, from its files as they grow."""
+        self._show(partial(follow_folder, self.runs_dir / name, partial(trains, self.cluster, name)), settings,
+                   f"{sentence} {ELSEWHERE}")
 
     def open_run(self, name: str) -> None:
         """Show the room's run `name`: join it where it trains in this process, else show its files; the controls
@@ -241,9 +251,10 @@ class LiveRunPage(pn.viewable.Viewer):
         self._run = CLASS_RUNS.open(name, self.runs_dir, self)
         if self._run is not None:
             self._show(partial(self._run.follow, self), settings, OPENED)
+        elif trains(self.cluster, name):
+            self._follow_files(name, settings, OPENED)
         else:
-            training = name in self.cluster.running_ids()
-            self._show(partial(replay, found), settings, ELSEWHERE if training else FROM_FILES.format(run=html.escape(name)))
+            self._show(partial(replay, found), settings, FROM_FILES.format(run=html.escape(name)))
 
     def _show(self, states, settings: LMSettings, sentence: str) -> None:
         """Walk `states()` (a run's LiveStates) into the page, with `sentence` said above the status line."""
@@ -293,7 +304,7 @@ class LiveRunPage(pn.viewable.Viewer):
         with pn.io.hold():
             if state.phase != "error" and self.phase != state.phase:
                 self.phase = state.phase
-            self.status.object = status_html(state, run_label(state.settings))
+            self.status.object = status_html(state, run_label(state.settings), wall_pace(list(state.metrics[-PACE_STEPS:])))
             self.download_bar.visible = state.download is not None
             if state.download is not None:
                 _, done, total = state.download

@@ -6,13 +6,14 @@ import json
 import os
 import signal
 import time
+from dataclasses import replace
 
 import pytest
 
 from app.cluster import current as current_cluster
-from app.model_jobs import run_steps
+from app.model_jobs import LiveRun, run_steps
 from app.pages.live_run import LiveRunPage
-from app.runs import list_runs, read_run
+from app.runs import list_runs, read_run, wall_pace
 from app.shared_runs import CLASS_RUNS, newest_steps, replay, run_key, start_estimate
 from app.text.live_run import FINISHED, JOINED
 from engines.lm.settings import LMSettings
@@ -88,7 +89,8 @@ def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at
     run, started = read_run(folder), time.monotonic()
     states = list(replay(run, at_pace=True))
     assert [s.step for s in states] == [0, 1, 2, 3, 4] and [len(s.evals) for s in states] == [1, 1, 1, 1, 2]
-    assert time.monotonic() - started >= sum(m["step_time"] for m in run.metrics)
+    first, last = run.metrics[0], run.metrics[-1]
+    assert time.monotonic() - started >= first["step_time"] + last["time"] - first["time"]  # the seconds it took
     paced = tiny_page(tmp_path, 4, at_pace="true")
     paced.start()
     paced.runner.join(30)
@@ -244,9 +246,8 @@ def test_a_run_waiting_for_its_device_says_when_it_should_start(tmp_path):
         wait_for(lambda: b.phase == "queued" and "It should start in about" in b.status.object)
         (running,) = [r for r in CLASS_RUNS.training(tmp_path) if r.settings.steps == 400]
         left = 400 - running.state.step
-        said = b._state.starts_in
-        times = [m["step_time"] for m in running.state.metrics[-10:]]
-        assert 0.5 * left * min(times) <= said <= 2 * left * max(times) + 2  # the steps a has left, at its pace
+        said, pace = b._state.starts_in, wall_pace(list(running.state.metrics[-30:]))
+        assert 0.5 * left * pace <= said <= 2 * left * pace + 2  # the steps a has left, at the pace it goes
         a.stop()
         b.runner.join(120)
         assert b._state.step == 5
@@ -263,3 +264,35 @@ def test_the_newest_steps_are_read_from_the_end_of_a_long_file(tmp_path):
     (folder / "metrics.jsonl").write_text("\n".join(lines) + '\n{"step": 501, "rew')  # the line being written
     assert [m["step"] for m in newest_steps(folder)] == list(range(491, 501))
     assert newest_steps(tmp_path / "no-such-run") == []
+
+
+def test_a_run_another_web_process_trains_is_watched_from_its_files(tmp_path):
+    """A run of the same settings started outside this process's runs (as another web process of the cluster
+    would) is not trained twice: the page follows its files until it ends."""
+    pg = tiny_page(tmp_path, 30)
+    settings = replace(pg.settings(), device="cpu")
+    other = LiveRun(settings, tmp_path, current_cluster(), key=run_key(settings, "cpu"))
+    states = other.states()
+    for state in states:
+        if state.step >= 2:
+            break
+    try:
+        pg.start()
+        assert "another web process" in pg.shared_line.object and JOINED in pg.shared_line.object
+        for _ in states:  # the other process reads its run to the end
+            pass
+        pg.runner.join(60)
+        (folder,) = tmp_path.iterdir()
+        assert shown_steps(pg) == list(range(1, 31)) == [m["step"] for m in read_run(folder).metrics]
+        assert "Finished: all 30 steps" in pg.status.object
+    finally:
+        states.close()
+        pg.close()
+    no_job_left()
+
+
+def test_the_wall_clock_pace_counts_the_waits_between_steps():
+    records = [{"step": 1, "step_time": 0.4, "time": 100.0}, {"step": 2, "step_time": 0.4, "time": 101.2},
+               {"step": 3, "step_time": 0.4, "time": 102.0}]
+    assert wall_pace(records) == pytest.approx(1.0)  # 2 s for 2 steps, though each computed in 0.4 s
+    assert wall_pace(records[:1]) is None and wall_pace([{"step": 1, "step_time": 0.4}] * 2) is None
