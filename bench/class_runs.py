@@ -39,7 +39,7 @@ BETAS = (0.05, 0.0, 0.2)
 """The betas of the distinct settings, in the order learners take them (the page's default first)."""
 RUNNING = re.compile(r"Running on \w+: (\d+) of (\d+) steps done")
 FINISHED = re.compile(r"Finished: all (\d+) steps")
-WAIT = re.compile(r"should start in about (\d+) (s|min)")
+WAIT = re.compile(r"should start in about (?:(\d+) min)? ?(?:(\d+) s)?\.")
 
 
 def settings_query(k: int, distinct: int, steps: int) -> str:
@@ -85,7 +85,7 @@ class RunPage(PageSession):
                 w.last_step = now
             wait = WAIT.search(text)
             if wait and w.estimate is None and w.first_step is None:
-                w.estimate = (now, now + int(wait.group(1)) * (60 if wait.group(2) == "min" else 1))
+                w.estimate = (now, now + 60 * int(wait.group(1) or 0) + int(wait.group(2) or 0))
 
 
 async def press_start(base: str, k: int, query: str, at: float, steps: int, timeout: float) -> tuple[RunPage, Watcher]:

@@ -27,8 +27,13 @@ def format_bytes(n: int) -> str:
 
 
 def format_wait(seconds: float) -> str:
-    """95 -> '2 min', 40 -> '40 s' (a wait as a person says it, rounded)."""
-    return f"{max(round(seconds / 5) * 5, 5):.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    """A wait as a person says it: 42 -> '40 s', 151 -> '2 min 30 s', 1000 -> '17 min' (to 5 s, 10 s, a minute)."""
+    if seconds < 90:
+        return f"{max(round(seconds / 5) * 5, 5)} s"
+    if seconds < 600:
+        minutes, rest = divmod(round(seconds / 10) * 10, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    return f"{round(seconds / 60)} min"
 
 
 def status_html(state, label: str, pace: float | None = None) -> str:

@@ -296,3 +296,14 @@ def test_the_wall_clock_pace_counts_the_waits_between_steps():
                {"step": 3, "step_time": 0.4, "time": 102.0}]
     assert wall_pace(records) == pytest.approx(1.0)  # 2 s for 2 steps, though each computed in 0.4 s
     assert wall_pace(records[:1]) is None and wall_pace([{"step": 1, "step_time": 0.4}] * 2) is None
+
+
+def test_a_wait_is_said_as_a_person_says_it_and_the_benchmark_reads_it_back():
+    from bench.class_runs import WAIT
+    from widgets.run_status import format_wait
+
+    said = {s: format_wait(s) for s in (3, 42, 89, 151, 180, 599, 1000)}
+    assert said == {3: "5 s", 42: "40 s", 89: "90 s", 151: "2 min 30 s", 180: "3 min", 599: "10 min", 1000: "17 min"}
+    for seconds, text in said.items():
+        found = WAIT.search(f"It should start in about {text}.")
+        assert 60 * int(found.group(1) or 0) + int(found.group(2) or 0) == pytest.approx(seconds, abs=30)
