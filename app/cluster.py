@@ -239,8 +239,9 @@ class TakeTurns:
 COMPUTE_TURNS = TakeTurns(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 """In a worker process: a job computes its next snapshot (a training step) only while it holds a turn, one per core
 the process may use. Jobs beyond that wait between their steps instead of all computing at once: six runs of the
-embedded model stepping in turns on two cores made 5.5 steps a second in all, against 4.7 when all six computed
-at once (threads and the interpreter lock fighting over two cores) and 4.9 for two alone."""
+embedded model stepping in turns on two cores made 5.50 steps a second in all, against 4.76 when all six computed
+at once (threads and the interpreter lock fighting over two cores) and 5.35 for two alone (`python -m
+bench.bench_turns`, 2026-12-06)."""
 
 
 def lower_priority() -> None:

@@ -52,6 +52,9 @@ KEY_FORMAT = 1
 PACE_STEPS = 30
 """The newest steps of a running run whose wall-clock pace an estimate and its page's status line give (a few
 evaluations' worth of steps and waits for the cores)."""
+WARM_UP_STEPS = 5
+"""A run's first steps, left out of its pace: runs that start together go slowly while their first evaluations
+(a few seconds each) take the cores, and an estimate made from them said 37 to 45% too long (docs/performance.md)."""
 ESTIMATE_SECONDS = 2.0
 """Seconds between two estimates of a waiting run's start."""
 REPLAY_SPEED = 1.0
@@ -117,19 +120,19 @@ class SharedRun:
         self.key, self.settings = key, settings
         self.live = LiveRun(settings, runs_dir, cluster, key=key)
         self.state = LiveState("loading", settings)
-        self.started_by: object | None = None
         self.ended = False
         self.stopping = False
         """Set when the last learner left: the computation ends after its step in flight, and nobody joins it."""
         self._version = 0
         self._watchers: set = set()
         self._paused: set = set()
+        self._held = False
         self._changed = threading.Condition()
         self._on_end = on_end
         self._thread = threading.Thread(target=self._drive, name="feedback-lab-shared-run", daemon=True)
 
     def start(self, viewer) -> None:
-        self.started_by = viewer
+        """Start the computation with `viewer` its first learner."""
         self.join(viewer)
         self._thread.start()
 
@@ -209,12 +212,13 @@ class SharedRun:
         self._hold_if_all_paused()
 
     def _hold_if_all_paused(self) -> None:
+        """Pause the job when every learner on it has paused, resume it when one has not; only on a change, since
+        each is a call to the scheduler."""
         with self._changed:
             hold = bool(self._watchers) and self._paused == self._watchers
-        if hold:
-            self.live.pause()
-        else:
-            self.live.resume()
+            changed, self._held = hold != self._held, hold
+        if changed:
+            (self.live.pause if hold else self.live.resume)()
 
     def follow(self, viewer) -> Iterator[LiveState]:
         """The run's newest state at once, then each new one until the run ends or `viewer` leaves; nothing new
@@ -415,7 +419,9 @@ def device_line(cluster: Cluster, device: str, runs_dir: Path) -> tuple[list[str
         if is_running:
             newest = newest_steps(Path(runs_dir) / run_id, PACE_STEPS) if run_id else []
             steps = read_config(Path(runs_dir) / run_id / "config.json").get("settings", {}).get("steps") if run_id else None
-            running.append((newest[-1]["step"] if newest else 0, steps or run_steps(key) or 0, wall_pace(newest) or 0.0))
+            steady = [m for m in newest if m["step"] > WARM_UP_STEPS]
+            pace = wall_pace(steady) if len(steady) >= PACE_STEPS // 3 else None
+            running.append((newest[-1]["step"] if newest else 0, steps or run_steps(key) or 0, pace or 0.0))
     line = ([k for k, is_running, _, _ in jobs if not is_running], running, cluster.capacity(device))
     with _device_lines_lock:
         _device_lines[(cluster, device, runs_dir)] = (now, line)
