@@ -100,14 +100,15 @@ def _download_refusal(name: str, what: str, error: Exception) -> ModelNotAvailab
     return ModelNotAvailable(f"The {what} '{name}' is not on this machine and could not be downloaded ({_reason(error)}); {_hint(what)}.")
 
 
-_IMPORTING = threading.Lock()
+_TRANSFORMERS = threading.RLock()
+"""Held while transformers is imported or loads a model: neither is safe from two threads at once, and a worker
+whose runs start together loads their models on several threads."""
 
 
 def transformers_classes(*names: str) -> tuple:
     """transformers' classes by name, imported by one thread at a time: its lazy top-level module, imported by two
-    threads at once, can tell the second "cannot import name 'AutoModelForCausalLM'" (a worker whose runs start
-    together loads their models on several threads)."""
-    with _IMPORTING:
+    threads at once, can tell the second "cannot import name 'AutoModelForCausalLM'"."""
+    with _TRANSFORMERS:
         import transformers
 
         return tuple(getattr(transformers, name) for name in names)
@@ -118,21 +119,24 @@ def from_pretrained(loader, name: str, what: str = "model", **kwargs):
 
     Raises ModelNotAvailable with one sentence when neither works.
     """
-    source = model_source(name)
-    if Path(source).is_dir():
-        return loader.from_pretrained(source, **kwargs)
-    if name == EMBEDDED:
-        raise ModelNotAvailable(f"The embedded model is missing from {EMBEDDED_DIR}; run `feedback-lab make-embedded-model` to make it.")
-    try:
-        return loader.from_pretrained(source, local_files_only=True, **kwargs)
-    except (OSError, ValueError):
-        pass
-    if offline():
-        raise _offline_refusal(name, what)
-    try:
-        return loader.from_pretrained(source, **kwargs)
-    except (OSError, ValueError) as error:
-        raise _download_refusal(name, what, error) from error
+    # One load at a time in a process: transformers builds a model under torch's default-device context (the meta
+    # device), which is not per thread, so a second load at the same moment got tensors without data.
+    with _TRANSFORMERS:
+        source = model_source(name)
+        if Path(source).is_dir():
+            return loader.from_pretrained(source, **kwargs)
+        if name == EMBEDDED:
+            raise ModelNotAvailable(f"The embedded model is missing from {EMBEDDED_DIR}; run `feedback-lab make-embedded-model` to make it.")
+        try:
+            return loader.from_pretrained(source, local_files_only=True, **kwargs)
+        except (OSError, ValueError):
+            pass
+        if offline():
+            raise _offline_refusal(name, what)
+        try:
+            return loader.from_pretrained(source, **kwargs)
+        except (OSError, ValueError) as error:
+            raise _download_refusal(name, what, error) from error
 
 
 # ----------------------------------------------------------------------------- downloads shown before they happen

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engines.bradley_terry import Normalizer, bt_loss, fit_normalizer, oracle_accuracy
-from engines.lm.models import from_pretrained
+from engines.lm.models import from_pretrained, transformers_classes
 from engines.lm.settings import REWARD_PREFIX
 from engines.lm.preferences import TAU_LABEL, PreferencePairs, gold_score, prompt_table, relabel, split_pairs
 from engines.settings import finite, require
@@ -503,8 +503,7 @@ class LearnedReward:
     """
 
     def __init__(self, path, device="cpu"):
-        from transformers import AutoTokenizer  # here, not above: transformers takes seconds to import
-
+        (AutoTokenizer,) = transformers_classes("AutoTokenizer")  # here, not above: transformers takes seconds to import
         self.name = f"{REWARD_PREFIX}{path}"
         self.trained = load_reward_model(path, str(device))
         self.tokenizer = from_pretrained(AutoTokenizer, self.trained.lm or "embedded")
