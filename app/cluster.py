@@ -488,16 +488,18 @@ class Cluster:
         atexit.register(self.close)
         return client
 
+    def _resources(self) -> list[dict]:
+        """Each worker's resources (device -> units), as the scheduler knows them now."""
+        return [w.get("resources") or {} for w in self.client.scheduler_info(n_workers=-1)["workers"].values()]
+
     def devices(self) -> list[str]:
         """The devices the cluster's workers offer, best first ('cuda', 'mps', 'cpu')."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
-        offered = {name for w in workers for name in (w.get("resources") or {})}
+        offered = {name for resources in self._resources() for name in resources}
         return [d for d in DEVICE_ORDER if d in offered]
 
     def capacity(self, device: str) -> int:
         """How many jobs may use `device` at once, summed over the cluster's workers."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
-        return int(sum((w.get("resources") or {}).get(device, 0) for w in workers))
+        return int(sum(resources.get(device, 0) for resources in self._resources()))
 
     def device_for(self, choice: str) -> str:
         """The device a job asking for `choice` ('auto', 'cpu', 'cuda', 'cuda:N', 'mps') runs on; ValueError if none offers it."""
