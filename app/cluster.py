@@ -89,7 +89,7 @@ class Queued:
     def sentence(self, what: str) -> str:
         """One sentence for the page: `what` waits, and where."""
         ahead = "" if self.position is None else f" (place {self.position} in line)"
-        return (f"{what} waits for the {self.device}{ahead}: this server trains one job at a time on it, and the "
+        return (f"{what} waits for the {self.device}{ahead}: every place this server gives jobs on it is taken, and the "
                 "live-run page lists what is running.")
 
 
@@ -188,11 +188,11 @@ def refusal(error: BaseException) -> str:
     return str(cause if isinstance(cause, ssl.SSLError) else error)
 
 
-def told_waiting(run, snapshot, what: str) -> bool:
-    """Whether `snapshot` is Queued: if so, `run` (a widgets.streaming.StreamingRun) tells where `what` waits;
+def told_waiting(job, snapshot, what: str) -> bool:
+    """Whether `snapshot` is Queued: if so, `job` (a page's widgets.job_view.JobView) tells where `what` waits;
     any other snapshot clears that sentence."""
     queued = isinstance(snapshot, Queued)
-    run.tell(snapshot.sentence(what) if queued else "")
+    job.tell(snapshot.sentence(what) if queued else "")
     return queued
 
 

@@ -12,9 +12,7 @@ is stopped at its next snapshot, and one that raises is logged with its tracebac
 "feedback_lab" logger; either way the page's `notice` pane says so in one sentence, and the
 session goes on. A job whose session has gone (the tab closed) stops at its next snapshot.
 
-`ControlledRun` keeps a run and its Start/Stop buttons and progress bar in step, and
-`StreamingCurve` is the common case of it: a line plot whose ColumnDataSource is replaced
-in place by each snapshot, with Start/Stop, progress and (optionally) the seed.
+A page shows a job through its `JobView` (widgets/job_view.py), which owns a `StreamingRun`.
 """
 
 from __future__ import annotations
@@ -27,16 +25,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from functools import cached_property, partial
+from functools import partial
 
 import panel as pn
-import param
-from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
-from widgets.downloads import plot_with_downloads
-from widgets.run_controls import RunControls
-from widgets.style import OKABE_ITO, plot
 
 LOG = logging.getLogger("feedback_lab")
 """The app's logger: a job's unexpected error goes here with its traceback."""
@@ -110,7 +103,7 @@ class StreamingRun:
 
     def _work(self, token: int, steps: Callable[[], Iterator], stop: threading.Event, doc) -> None:
         started = last = time.monotonic()
-        pending, finished, message, snapshots, waited = None, False, "", None, 0.0
+        pending, finished, message, kind, snapshots, waited = None, False, "", "warning", None, 0.0
         try:
             snapshots = steps()
             while True:
@@ -132,28 +125,28 @@ class StreamingRun:
             if stop.is_set():  # told to stop (replaced, tab closed, the process exiting and tearing torch down): no one waits
                 return
             LOG.exception("A job of %s failed", getattr(steps, "__qualname__", repr(steps)))
-            message = FAILED.format(kind=type(error).__name__)
+            message, kind = FAILED.format(kind=type(error).__name__), "danger"
         finally:
             _close(snapshots)
             if pending is not None and not stop.is_set():
                 self._deliver(doc, partial(self._apply_current, token, pending), stop)
-            self._deliver(doc, partial(self._done_current, token, finished, message), stop)
+            self._deliver(doc, partial(self._done_current, token, finished, message, kind), stop)
 
     def _apply_current(self, token: int, snapshot) -> None:
         if token == self._token:
             self.apply(snapshot)
 
-    def _done_current(self, token: int, finished: bool, message: str) -> None:
+    def _done_current(self, token: int, finished: bool, message: str, kind: str) -> None:
         if token != self._token:
             return
-        self.tell(message)
+        if message or self.notice.alert_type != "danger":  # a failure told during the job stays; a wait's sentence goes
+            self.tell(message, kind)
         if self.on_done is not None:
             self.on_done(finished)
 
-    def tell(self, message: str) -> None:
-        """Show one sentence in `notice` (an empty one hides it): a limit, a failure, a wait for the device."""
-        self.notice.object = message
-        self.notice.visible = bool(message)
+    def tell(self, message: str, kind: str = "warning") -> None:
+        """Show one sentence in `notice` (an empty one hides it): a limit or a wait as a "warning", a failure as "danger"."""
+        self.notice.param.update(object=message, visible=bool(message), alert_type=kind)
 
 
 @atexit.register
@@ -242,110 +235,3 @@ def _close(snapshots) -> None:
         close()
     except Exception:
         LOG.exception("Closing a job's generator failed")
-
-
-class ControlledRun(pn.viewable.Viewer):
-    """A StreamingRun and its RunControls kept in step: running while a job runs, progress 1.0 when one finishes.
-
-    `apply(snapshot)` is the run's (StreamingRun); `on_start()` is what the Start button does,
-    the page's method that makes a generator and hands it to `start`; the Stop button is `stop`.
-    `completed()`, if given, says whether a job that reached its end did its work (a job that
-    ends on a message has not): only then is its progress shown full. A page places the job as
-    one piece, its controls with the run's notice under them (`view`), so no page can show the
-    buttons and leave out the sentence that says why a job waits or stopped.
-    """
-
-    def __init__(self, apply: Callable[[object], None], on_start: Callable[[], None], seed: param.Integer | None = None,
-                 time_limit: float | None = None, completed: Callable[[], bool] | None = None):
-        super().__init__()
-        self.completed = completed
-        self.run = StreamingRun(apply, self.done, time_limit=time_limit)
-        self.controls = RunControls(on_start, self.stop, seed=seed)
-
-    def view(self, *beside: pn.viewable.Viewable) -> pn.Column:
-        """The job's controls, after `beside` (its other inputs) on one row, and the run's notice under them."""
-        controls = pn.Row(*beside, self.controls) if beside else self.controls
-        return pn.Column(controls, self.run.notice, sizing_mode="stretch_width")
-
-    def __panel__(self) -> pn.Column:
-        return self.view()
-
-    def start(self, steps: Callable[[], Iterator]) -> None:
-        """Show the controls running from 0 and walk `steps()`, replacing any job under way."""
-        self.controls.param.update(running=True, progress=0.0)
-        self.run.start(steps)
-
-    def stop(self) -> None:
-        self.run.stop()
-        self.controls.running = False
-
-    def done(self, finished: bool) -> None:
-        """The job ended (`finished`: it ran to its end), or a result was shown without one."""
-        self.controls.running = False
-        if finished and (self.completed is None or self.completed()):
-            self.controls.progress = 1.0
-
-
-class StreamingCurve(pn.viewable.Viewer):
-    """A line plot fed by a streaming run, with Start/Stop, progress and an optional seed.
-
-    `to_data(snapshot)` returns the plot's columns (`x` and every key of `lines`);
-    `lines` maps a column to its legend label; `steps()` makes a fresh generator;
-    `progress(snapshot)` gives the fraction done, 0 to 1; `time_limit` is the run's (StreamingRun).
-    """
-
-    data = param.Dict(default={}, doc="The columns last drawn, by name.")
-
-    def __init__(
-        self,
-        steps: Callable[[], Iterator],
-        to_data: Callable[[object], dict],
-        x: str,
-        lines: dict[str, str],
-        x_label: str,
-        y_label: str,
-        progress: Callable[[object], float] | None = None,
-        seed: param.Integer | None = None,
-        y_range: tuple[float, float] | None = None,
-        name: str = "curve",
-        time_limit: float | None = None,
-        **params,
-    ):
-        super().__init__(**params)
-        self.steps, self.to_data, self.progress_of = steps, to_data, progress
-        self.source = ColumnDataSource({x: [], **{col: [] for col in lines}}, name=name)
-        self._plot = (x, lines, x_label, y_label, y_range, name)
-        self.job = ControlledRun(self._apply, self.start, seed=seed, time_limit=time_limit)
-        self.run, self.controls = self.job.run, self.job.controls
-
-    @cached_property
-    def figure(self):
-        """The plot, built when the curve is first shown (a page section not opened yet costs no figure)."""
-        x, lines, x_label, y_label, y_range, _ = self._plot
-        fig = plot(x_label, y_label, y_range=y_range)
-        for col, colour in zip(lines, OKABE_ITO.values()):
-            fig.line(x, col, source=self.source, color=colour, line_width=2, legend_label=lines[col])
-        fig.legend.location = "bottom_right"
-        return fig
-
-    @cached_property
-    def _layout(self) -> pn.Column:
-        name = self._plot[-1]
-        return pn.Column(self.job.view(), plot_with_downloads(self.figure, {name: self.source}), sizing_mode="stretch_width")
-
-    def start(self) -> None:
-        """Start a fresh run, replacing any run under way (a newer setting cancels stale work)."""
-        self.job.start(self.steps)
-
-    def stop(self) -> None:
-        self.job.stop()
-
-    def _apply(self, snapshot) -> None:
-        data = self.to_data(snapshot)
-        self.source.data = data
-        self.data = data
-        if self.progress_of is not None:
-            self.controls.progress = min(max(float(self.progress_of(snapshot)), 0.0), 1.0)
-
-    def __panel__(self):
-        return self._layout

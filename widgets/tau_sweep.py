@@ -1,7 +1,7 @@
 """The reward-models page's stretch: the same responses relabelled at several label temperatures, a reward model trained on each.
 
 Its accuracy and the ceiling Acc* are drawn as the raters get noisier, one tau_label at a time,
-from the sweep's worker (app.model_jobs.sweep_tau) through a ControlledRun.
+from the sweep's worker (app.model_jobs.sweep_tau) through a JobView.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from app.text.reward_model import sweep_intro
 from engines.lm.reward_model import RewardModelSettings, TauSweepRow
 from widgets.downloads import plot_with_downloads
 from widgets.reward_model_plots import sweep_figure
-from widgets.streaming import ControlledRun
+from widgets.job_view import JobView
 
 
 class TauSweep(pn.viewable.Viewer):
@@ -26,17 +26,17 @@ class TauSweep(pn.viewable.Viewer):
 
     `on_start` is the page's Start (it calls `start` with its pairs); `current()` gives the pairs the
     page shows now, so that a view of others (from a run stopped as they changed, still queued) is
-    dropped; a failure's sentence goes to `show_error`.
+    dropped; a failure's sentence is the job's alert.
     """
 
     def __init__(self, taus: tuple[float, ...], on_start: Callable[[], None], current: Callable[[], object],
-                 show_error: Callable[[str], None], cluster: Cluster, **params):
+                 cluster: Cluster, **params):
         super().__init__(**params)
-        self.taus, self.current, self.show_error, self.cluster = taus, current, show_error, cluster
+        self.taus, self.current, self.cluster = taus, current, cluster
         self.rows: tuple[TauSweepRow, ...] = ()
         self.source = ColumnDataSource({k: [] for k in ("tau_label", "accuracy", "low", "high", "acc_star", "gold_order_accuracy", "spearman")},
                                        name="sweep")
-        self.job = ControlledRun(self._show, on_start)
+        self.job = JobView(self._show, on_start)
 
     def start(self, pairs, settings: RewardModelSettings, label_seed: int) -> None:
         """Relabel `pairs` at each of the taus with `label_seed` and retrain with `settings`, replacing any sweep under way."""
@@ -44,10 +44,10 @@ class TauSweep(pn.viewable.Viewer):
         self.job.start(lambda: sweep_tau(pairs, self.taus, settings, label_seed, self.cluster))
 
     def _show(self, view: SweepView | Queued | Failed) -> None:
-        if told_waiting(self.job.run, view, "The sweep"):
+        if told_waiting(self.job, view, "The sweep"):
             return
         if isinstance(view, Failed):
-            self.show_error(view.message)
+            self.job.fail(view.message)
             return
         if view.pairs is not self.current():
             return
@@ -61,8 +61,7 @@ class TauSweep(pn.viewable.Viewer):
     def _layout(self) -> pn.Column:
         return pn.Column(
             pn.pane.Markdown(sweep_intro(self.taus), sizing_mode="stretch_width", margin=(0, 10)),
-            self.job.controls,
-            self.job.run.notice,
+            self.job,
             plot_with_downloads(sweep_figure(self.source), {"sweep": self.source}, "Accuracy and Acc* as the raters get noisier"),
             sizing_mode="stretch_width",
         )

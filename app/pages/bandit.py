@@ -67,7 +67,7 @@ from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import labelled_buttons, slider
-from widgets.streaming import ControlledRun
+from widgets.job_view import JobView
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -164,7 +164,7 @@ class BanditPage(pn.viewable.Viewer):
         self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
         self.view: TrainingView | None = None
         self.delayed_restart = Debounce(RESTART_DELAY_MS)
-        self.training_job = ControlledRun(self._show_training, self.start_training, seed=self.param.train_seed,
+        self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed,
                                           time_limit=limits.current().compute_seconds)
         self._started = False
         self.sections = LazySections(self.param.section, {

@@ -9,7 +9,6 @@ exp(gap / beta), and a reply the reference never writes, which pi* never writes 
 
 from __future__ import annotations
 
-import html
 import math
 from functools import lru_cache
 from pathlib import Path
@@ -71,7 +70,7 @@ from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.streaming import ControlledRun
+from widgets.job_view import JobView
 from widgets.style import OKABE_ITO
 from widgets.updates import one_update
 from widgets.url_state import sync_url
@@ -172,7 +171,7 @@ class KLPage(pn.viewable.Viewer):
         self.lm_summary = pn.pane.HTML(sizing_mode="stretch_width")
         self.lm_frontier: SampledFrontier | None = None
         # A job that ends on a message (no model, no reward) leaves its progress where it was.
-        self.lm_job = ControlledRun(self._show_frontier, self.start_frontier, seed=self.param.lm_seed,
+        self.lm_job = JobView(self._show_frontier, self.start_frontier, seed=self.param.lm_seed,
                                     completed=lambda: self.lm_frontier is not None)
         self.sections = LazySections(self.param.section, {
             "distributions": ("π_ref and π*, reply by reply", self._distributions_section),
@@ -200,6 +199,7 @@ class KLPage(pn.viewable.Viewer):
         self.lm_frontier = None
         self.lm_curve.data = {"beta": [], "kl": [], "reward": []}
         self.ceiling_rule.visible = False
+        self.lm_job.fail("")
         self.lm_status.object = "<p>Press Start to sample the frontier with these settings.</p>"
         self._draw_runs()
 
@@ -210,10 +210,11 @@ class KLPage(pn.viewable.Viewer):
         self.lm_job.start(lambda: frontier_views(source, M, m, seed, self.cluster))
 
     def _show_frontier(self, view: FrontierView) -> None:
-        if told_waiting(self.lm_job.run, view, "The sampling"):
+        if told_waiting(self.lm_job, view, "The sampling"):
             return
         if view.message:
-            self.lm_status.object = f'<p class="fl-lm-error">{html.escape(view.message)}</p>'
+            self.lm_job.fail(view.message)
+            self.lm_status.object = "<p>Change the model or the reward above, then press Start again.</p>"
             return
         if view.frontier is None:
             self.lm_status.object = "<p>Loading the model and the reward…</p>"

@@ -56,14 +56,15 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
-from widgets.run_controls import RunControls, seed_control
+from widgets.job_view import JobView
+from widgets.run_controls import seed_control
 from widgets.run_curves import CSS as CURVES_CSS, EVAL_COLUMNS, STEP_COLUMNS, RunCurves
 from widgets.run_evaluation import RunEvaluation
 from widgets.run_html import CSS as RUN_CSS, ratio_scale_html, samples_html
 from widgets.run_list import RunsTable
 from widgets.run_status import CSS as STATUS_CSS, idle_html, queue_html, status_html
 from widgets.sections import LazySections
-from widgets.streaming import StreamingRun, deliver, session_document
+from widgets.streaming import deliver, session_document
 from widgets.url_state import sync_url
 
 TITLE = "Live run: REINFORCE on a language model"
@@ -128,16 +129,12 @@ class LiveRunPage(pn.viewable.Viewer):
         self.runs = RunsFolder(self.runs_dir)
         self.curves = RunCurves(stylesheets=[CSS])
 
-        self.runner = StreamingRun(self._show_state, self._done)
-        self.controls = RunControls(self.start, self.stop)
-        self.pause_button = pn.widgets.Button(label="Pause", width=90, disabled=True)
-        self.resume_button = pn.widgets.Button(label="Resume", color="primary", width=90, disabled=True)
-        self.pause_button.on_click(lambda _e: self.pause())
-        self.resume_button.on_click(lambda _e: self.resume())
+        # A run left or stopped before its last step ends too: its progress stays at the step it reached.
+        self.job = JobView(self._show_state, self.start, on_done=self._done, on_stop=self.stop, on_pause=self.pause,
+                           on_resume=self.resume, completed=lambda: self._state is not None and self._state.step >= self._state.settings.steps)
         self.status = pn.pane.HTML(idle_html(None), sizing_mode="stretch_width", stylesheets=[CSS])
         self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         self.shared_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
-        self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width", css_classes=["fl-run-error"])
         self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
                                                    css_classes=["fl-download"])
         self.goodhart = pn.pane.Markdown(GOODHART, sizing_mode="stretch_width", margin=(0, 10), css_classes=["fl-goodhart"])
@@ -212,7 +209,7 @@ class LiveRunPage(pn.viewable.Viewer):
                 device = self.cluster.device_for(settings.device)
             except ValueError as error:
                 settings, problem = None, str(error)
-        self._show_error(problem)
+        self.job.fail(problem)
         if settings is None:
             return
         self._leave()
@@ -239,13 +236,13 @@ class LiveRunPage(pn.viewable.Viewer):
             found = find_run(name, self.runs_dir)
             settings = settings_of(found)
         except ValueError as error:
-            self._show_error(str(error))
+            self.job.fail(str(error))
             self.run = ""
             return
         try:
             self.param.update({k: getattr(settings, k) for k in self.SETTINGS if k != "device"} | {"run": name})
         except ValueError:  # a reward model deleted since, or a setting beyond this server's limits
-            self._show_error(UNOPENABLE.format(run=name))
+            self.job.fail(UNOPENABLE.format(run=name))
             return
         self._leave()
         self._run = CLASS_RUNS.open(name, self.runs_dir, self)
@@ -258,13 +255,11 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show(self, states, settings: LMSettings, sentence: str) -> None:
         """Walk `states()` (a run's LiveStates) into the page, with `sentence` said above the status line."""
-        self._show_error("")
         self._state = LiveState("loading", settings)
         self._shown = (-1, -1)
         self.shared_line.object, self.shared_line.visible = f'<p class="fl-shared">{sentence}</p>', bool(sentence)
-        self.controls.param.update(running=True, progress=0.0)
         self.phase = "loading"
-        self.runner.start(states)
+        self.job.start(states)
 
     def _leave(self) -> None:
         if self._run is not None:
@@ -288,12 +283,12 @@ class LiveRunPage(pn.viewable.Viewer):
         if self._run is not None:
             self._run.leave(self)
         else:
-            self.runner.stop()
+            self.job.stop()
 
     def close(self) -> None:
         """The tab closed: this learner leaves the run (which stops if it was the last one on it)."""
         self._leave()
-        self.runner.stop()
+        self.job.stop()
         self._unsubscribe()
 
     # --- showing the run -----------------------------------------------------------------
@@ -323,7 +318,7 @@ class LiveRunPage(pn.viewable.Viewer):
             self.curves.steps.data = columns_of(list(state.metrics), STEP_COLUMNS)
         if state.metrics:
             self.metrics.update(**state.metrics[-1])
-            self.controls.progress = min(state.step / state.settings.steps, 1.0)
+            self.job.controls.progress = min(state.step / state.settings.steps, 1.0)
         self.samples.object = samples_html(state.step, state.samples)
 
     def _show_evals(self, state: LiveState) -> None:
@@ -337,24 +332,18 @@ class LiveRunPage(pn.viewable.Viewer):
         if run is not None and state is not None and not run.ended and not run.stopping:
             self.shared_line.object = f'<p class="fl-shared">{LEFT.format(step=state.step, others=run.watchers)}</p>'
             self.shared_line.visible = True
-        self.controls.running = False
         if state is not None:
             self._show_state(state)
             if state.phase == "error":
-                self._show_error(state.message)
+                self.job.fail(state.message)
             else:
                 self.status.object = idle_html(state)
         self.phase = "idle"
         self.refresh_runs()
 
-    def _show_error(self, message: str) -> None:
-        self.error.object = html.escape(message)
-        self.error.visible = bool(message)
-
     def _show_phase(self) -> None:
         idle = self.phase == "idle"
-        self.pause_button.disabled = self.phase != "running"
-        self.resume_button.disabled = self.phase != "paused"
+        self.job.param.update(pausable=self.phase == "running", paused=self.phase == "paused")
         for widget in self._widgets().values():
             widget.disabled = not idle
 
@@ -395,13 +384,13 @@ class LiveRunPage(pn.viewable.Viewer):
                 "model": pn.widgets.Select.from_param(self.param.model, width=330),
                 "reward": pn.widgets.Select.from_param(self.param.reward, width=220),
                 "device": pn.widgets.Select.from_param(self.param.device, width=110),
-                "lr": number_box(self, "lr", self._show_error, width=160),
-                "beta": number_box(self, "beta", self._show_error, width=160),
+                "lr": number_box(self, "lr", self.job.fail, width=160),
+                "beta": number_box(self, "beta", self.job.fail, width=160),
                 "at_pace": pn.widgets.Checkbox.from_param(self.param.at_pace),
             }
             made["seed"], made["new_seed"] = seed_control(self.param.seed)
             for name in ("steps", "prompts", "replies", "T", "eval_every", "eval_prompts", "eval_replies"):
-                made[name] = number_box(self, name, self._show_error, too_high=lambda n, name=name: limit_sentence(name, n), width=160)
+                made[name] = number_box(self, name, self.job.fail, too_high=lambda n, name=name: limit_sentence(name, n), width=160)
             self._setting_widget_map = made
         return self._setting_widget_map
 
@@ -433,9 +422,7 @@ class LiveRunPage(pn.viewable.Viewer):
             self.notice,
             equation_card(INTRO, EQUATION, NOTICE, PREDICT),
             settings,
-            pn.Row(self.controls, self.pause_button, self.resume_button),
-            self.error,
-            self.runner.notice,
+            self.job,
             self.shared_line,
             self.status,
             self.download_bar,

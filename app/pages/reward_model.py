@@ -45,7 +45,7 @@ from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss
                                         probe_table)
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.streaming import ControlledRun
+from widgets.job_view import JobView
 from widgets.tau_sweep import TauSweep
 from widgets.url_state import notice_alert, sync_url
 
@@ -124,9 +124,9 @@ class RewardModelPage(pn.viewable.Viewer):
         self.check_card = PredictionCard("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", check_yourself_text(),
                                          guide=self.guide, kind="Check yourself")
 
-        self.pairs_job = ControlledRun(self._show_pairs, self.start_pairs, seed=self.param.seed)
-        self.training_job = ControlledRun(self._show_training, self.start_training, seed=self.param.train_seed)
-        self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.show_error, self.cluster)
+        self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
+        self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)
+        self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.cluster)
         self.notice = sync_url(self, [*CONTROLS, "section"], query)
         self.sections = LazySections(self.param.section, {
             "pairs": ("1. Preference pairs", self._pairs_section),
@@ -171,10 +171,10 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_job.start(lambda: generate_pairs(settings, self.cluster, self.models))
 
     def _show_pairs(self, report) -> None:
-        if told_waiting(self.pairs_job.run, report, "Sampling the pairs"):
+        if told_waiting(self.pairs_job, report, "Sampling the pairs"):
             return
         if isinstance(report, Failed):
-            self.show_error(f"The pairs could not be generated: {report.message}")
+            self.pairs_job.fail(f"The pairs could not be generated: {report.message}")
             return
         if isinstance(report, PreferencePairs):
             base = report
@@ -288,10 +288,10 @@ class RewardModelPage(pn.viewable.Viewer):
         self.training_job.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
 
     def _show_training(self, view: TrainingView | Queued | Failed) -> None:
-        if told_waiting(self.training_job.run, view, "The training"):
+        if told_waiting(self.training_job, view, "The training"):
             return
         if isinstance(view, Failed):
-            self.show_error(view.message)
+            self.training_job.fail(view.message)
             return
         if view.pairs is not self.data or view.settings != self.train_settings():
             return  # delivered by a run replaced since

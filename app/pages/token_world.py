@@ -64,7 +64,7 @@ from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import CappedSlider, slider
-from widgets.streaming import ControlledRun
+from widgets.job_view import JobView
 from widgets.token_world_plots import (
     SLIGHT_NOISE,
     critic_columns,
@@ -140,7 +140,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.predict_card = PredictionCard("token-world/best-lambda", PREDICT, PREDICT_CHOICES, "0", PREDICT_EXPLANATION, guide=self.guide)
         self.threshold_cap = CappedSlider(self.param.threshold, self.param.T, THRESHOLD_CLAMPED, width=300)
         self.mc_status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
-        self.mc_job = ControlledRun(self._apply_mc, self.start_mc, time_limit=limits.current().compute_seconds)
+        self.mc_job = JobView(self._apply_mc, self.start_mc, time_limit=limits.current().compute_seconds)
         self.training = training_curve(self._training_steps, self._training_data, TRAINING_LAMBDAS, self.param.train_seed,
                                        limits.current().compute_seconds)
         self.training_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))

@@ -63,7 +63,7 @@ from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.streaming import ControlledRun
+from widgets.job_view import JobView
 from widgets.style import OKABE_ITO
 from widgets.toy_target_plots import (
     COLOURS,
@@ -134,8 +134,8 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.variance_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
         self.training_summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
         compute_seconds = limits.current().compute_seconds
-        self.experiment_job = ControlledRun(self._apply_batches, self.start_experiment, seed=self.param.seed, time_limit=compute_seconds)
-        self.training_job = ControlledRun(self._apply_training, self.start_training, time_limit=compute_seconds)
+        self.experiment_job = JobView(self._apply_batches, self.start_experiment, seed=self.param.seed, time_limit=compute_seconds)
+        self.training_job = JobView(self._apply_training, self.start_training, time_limit=compute_seconds)
         self._started = False
         self.guide = session_guide()
         self.start_card = PredictionCard(

@@ -272,9 +272,10 @@ def test_a_model_that_is_not_offered_or_not_on_this_machine_gives_one_sentence(t
     pg.lm_source = next(label for label in pg.param.lm_source.objects if "no-such-model" in label)
     pg.start_frontier()
     pg.lm_job.run.join(60)
-    assert pg.lm_status.object == f'<p class="fl-lm-error">{sentence}</p>' and not pg.lm_job.controls.running
+    notice = pg.lm_job.notice
+    assert (notice.object, notice.alert_type, notice.visible) == (sentence, "danger", True) and not pg.lm_job.controls.running
     pg.lm_source = source_label(LM_SOURCE)  # the page keeps working
-    assert "Press Start" in pg.lm_status.object
+    assert "Press Start" in pg.lm_status.object and not notice.visible
 
 
 @pytest.mark.parametrize("query,bad", [({"lm_samples": "2000"}, "lm_samples"), ({"lm_prompts": "0"}, "lm_prompts"),

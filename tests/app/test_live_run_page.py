@@ -78,8 +78,8 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad, why):
 def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     pg = tiny_page(tmp_path, beta="0.05")
     pg.start()
-    pg.runner.join(120)
-    assert pg.phase == "idle" and not pg.error.visible
+    pg.job.run.join(120)
+    assert pg.phase == "idle" and not pg.job.notice.visible
     (folder,) = tmp_path.iterdir()
     run = read_run(folder)
     assert run.finished and [e["step"] for e in run.evals] == [0, 2, 3]
@@ -137,20 +137,20 @@ def test_queue_pause_resume_stop(tmp_path):
         wait_for(lambda: a.phase == "running")
         a.pause()
         wait_for(lambda: a.phase == "paused")
-        assert a.pause_button.disabled and not a.resume_button.disabled and "Paused after step" in a.status.object
+        assert a.job.pause_buttons[0].disabled and not a.job.pause_buttons[1].disabled and "Paused after step" in a.status.object
         b.start()
         # Its place is known once the scheduler has handed the job to the worker (until then it waits without a number).
         wait_for(lambda: b.phase == "queued" and "number 1 in line" in b.status.object)
         wait_for(lambda: "1 waiting" in a.queue_line.object)  # every page sees the line
         b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
-        b.runner.join(10)
+        b.job.run.join(10)
         wait_for(lambda: cluster.overview()[0].waiting == ())
         assert len(list(tmp_path.iterdir())) == 1
         a.resume()
         done = len(a._state.metrics)
         wait_for(lambda: len(a._state.metrics) >= done + 2)
         a.stop()
-        a.runner.join(30)
+        a.job.run.join(30)
         run = read_run(next(tmp_path.iterdir()))
         assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
         assert list(a.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
@@ -179,9 +179,9 @@ def test_a_hub_model_or_reward_offline_gives_one_sentence_and_the_page_stays_usa
     monkeypatch.setattr("engines.lm.models.in_cache", lambda name: False)  # whatever this machine's cache holds
     pg = tiny_page(tmp_path, **query)
     pg.start()
-    pg.runner.join(60)
-    assert pg.error.visible and pg.error.object == sentence and not pg.download_bar.visible
-    assert pg.phase == "idle" and not pg.controls.start_button.disabled and list(tmp_path.iterdir()) == []
+    pg.job.run.join(60)
+    assert pg.job.notice.visible and pg.job.notice.object == sentence and not pg.download_bar.visible
+    assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
 
 
 def fake_run(root, beta, rewards):
@@ -271,8 +271,8 @@ def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over
     pg = LiveRunPage(query=TINY, runs_dir=root)
     pg.reward = f"reward-model:{reward_model}"
     pg.start()
-    pg.runner.join(120)
-    assert pg.phase == "idle" and not pg.error.visible, pg.error.object
+    pg.job.run.join(120)
+    assert pg.phase == "idle" and not pg.job.notice.visible, pg.job.notice.object
     (folder,) = [f for f in root.iterdir() if (f / "config.json").is_file()]
     run = read_run(folder)
     assert run.config["settings"]["prompt_set"] == "feelings" and run.finished
@@ -351,8 +351,8 @@ def test_a_hub_model_not_on_this_machine_shows_its_size_and_a_progress_bar_then_
     assert f"feedback-lab-tests/tiny-gpt2: {size / 1e6:.1f} MB to download" in pg.status.object
     assert pg.download_bar.visible and pg.download_bar.value == pg.download_bar.max * (size // 2) // size
     hub.go_on.set()
-    pg.runner.join(120)
-    assert pg.phase == "idle" and not pg.error.visible and not pg.download_bar.visible
+    pg.job.run.join(120)
+    assert pg.phase == "idle" and not pg.job.notice.visible and not pg.download_bar.visible
     (folder,) = runs.iterdir()
     assert read_run(folder).finished and read_run(folder).config["settings"]["model"] == "feedback-lab-tests/tiny-gpt2"
 
@@ -369,10 +369,10 @@ def test_a_hub_id_the_hub_does_not_have_is_said_in_one_sentence(tmp_path, monkey
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", missing)
     pg = tiny_page(tmp_path, model="feedback-lab-tests/unknown")
     pg.start()
-    pg.runner.join(60)
-    assert pg.error.object == ("The hub has no model &#x27;feedback-lab-tests/unknown&#x27; (or it is private); "
+    pg.job.run.join(60)
+    assert pg.job.notice.object == ("The hub has no model &#x27;feedback-lab-tests/unknown&#x27; (or it is private); "
                                "use &#x27;embedded&#x27; or a local folder.")
-    assert pg.phase == "idle" and not pg.controls.start_button.disabled and list(tmp_path.iterdir()) == []
+    assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
 
 
 # ----------------------------------------------------------------------------- the server's limits
@@ -389,7 +389,7 @@ def test_a_link_asking_for_more_than_the_server_allows_is_set_to_the_limit_with_
         setattr(pg, name, 4)  # the setting itself never holds more than the limit
     box = pg._widgets()[name]
     box.value = 999  # typed above the limit: put back to it, with the same sentence
-    assert (box.value, getattr(pg, name)) == (3, 3) and pg.error.object == f"This server allows at most 3 {what}; the run was set to 3."
+    assert (box.value, getattr(pg, name)) == (3, 3) and pg.job.notice.object == f"This server allows at most 3 {what}; the run was set to 3."
 
 
 def test_defaults_above_a_limit_start_at_the_limit_and_runs_within_it_start(tmp_path, monkeypatch):
@@ -399,8 +399,8 @@ def test_defaults_above_a_limit_start_at_the_limit_and_runs_within_it_start(tmp_
     assert (pg.steps, pg.eval_every, pg.T) == (2, 2, 8) and not pg.notice.visible
     pg = tiny_page(tmp_path, steps="2")
     pg.start()
-    pg.runner.join(120)
-    assert not pg.error.visible and read_run(next(tmp_path.iterdir())).finished
+    pg.job.run.join(120)
+    assert not pg.job.notice.visible and read_run(next(tmp_path.iterdir())).finished
 
 
 def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
@@ -408,7 +408,7 @@ def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
     monkeypatch.setenv("FEEDBACK_LAB_MAX_REPLIES", "1")
     pg = tiny_page(tmp_path)
     pg.start()
-    assert pg.error.object == "This server allows at most 1 replies per prompt; this run asks for 2, so it was not started."
+    assert pg.job.notice.object == "This server allows at most 1 replies per prompt; this run asks for 2, so it was not started."
     assert pg.phase == "idle" and list(tmp_path.iterdir()) == []
 
 
@@ -416,15 +416,15 @@ def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(t
     pg = tiny_page(tmp_path)
     steps, beta = pg._widgets()["steps"], pg._widgets()["beta"]
     steps.value = None
-    assert (steps.value, pg.steps) == (3, 3) and pg.error.object == "Training steps needs a number; it stays 3."
+    assert (steps.value, pg.steps) == (3, 3) and pg.job.notice.object == "Training steps needs a number; it stays 3."
     beta.value = -1.0
-    assert (beta.value, pg.beta) == (0.0, 0.0) and pg.error.object == "KL coefficient β is at least 0.0; it was set to 0.0."
+    assert (beta.value, pg.beta) == (0.0, 0.0) and pg.job.notice.object == "KL coefficient β is at least 0.0; it was set to 0.0."
     steps.value = 2  # a value in range goes to the setting, and a link set elsewhere shows in the box
     pg.replies = 3
     assert pg.steps == 2 and pg._widgets()["replies"].value == 3
     pg.start()
-    pg.runner.join(120)
-    assert not pg.error.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2
+    pg.job.run.join(120)
+    assert not pg.job.notice.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2
 
 
 def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_path):

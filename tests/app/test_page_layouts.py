@@ -1,14 +1,13 @@
 """Every sentence a page's jobs can say reaches the learner: each streaming run's notice (a time limit, a failure,
 a wait for the device) is placed in its page once the page's sections are open."""
 
-import panel as pn
 import pytest
 from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from app.pages import available_pages
 from bench.bench_page_build import prompts
-from widgets.streaming import ControlledRun, StreamingRun
+from widgets.streaming import StreamingRun
 
 PAGES = [info for info in available_pages() if info.name != "lab"]
 NO_JOBS = {"baselines", "preferences"}
@@ -16,7 +15,7 @@ NO_JOBS = {"baselines", "preferences"}
 
 
 def streaming_runs(obj, seen: set[int], depth: int = 0) -> list[StreamingRun]:
-    """The StreamingRuns `obj` holds, directly or through the app's own objects it holds (a ControlledRun, a curve, a sweep)."""
+    """The StreamingRuns `obj` holds, directly or through the app's own objects it holds (a JobView, a curve, a sweep)."""
     if id(obj) in seen or depth > 3:
         return []
     seen.add(id(obj))
@@ -48,15 +47,3 @@ def test_every_job_notice_of_a_page_is_in_its_layout(info):
     assert bool(runs) == (info.route not in NO_JOBS), f"/{info.route}: {len(runs)} streamed jobs"
     for run in runs:
         assert id(run.notice) in shown, f"/{info.route}: the notice of the job of {run.apply} is not on the page"
-
-
-def test_a_controlled_job_is_placed_with_its_notice_under_its_controls():
-    job = ControlledRun(apply=lambda snapshot: None, on_start=lambda: None)
-    try:
-        alone, beside = job.__panel__(), job.view(episodes := pn.widgets.IntInput(name="Episodes"))
-        for view in (alone, beside):
-            controls, notice = view.objects
-            assert notice is job.run.notice and job.controls.start_button in controls.select()
-        assert beside.objects[0].objects[0] is episodes
-    finally:
-        job.stop()

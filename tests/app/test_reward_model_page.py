@@ -162,13 +162,14 @@ def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_t
     os.kill(pid, signal.SIGKILL)
     wait(lambda: not pg.training_job.controls.running)
     shown = int(pg.curve.data["step"][-1])
-    assert pg.errors.visible and pg.errors.object.startswith(
-        "- The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
-    stopped_at = int(pg.errors.object.split("step ")[1].split(" ")[0])
+    notice = pg.training_job.notice
+    assert notice.visible and notice.alert_type == "danger" and notice.object.startswith(
+        "The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
+    stopped_at = int(notice.object.split("step ")[1].split(" ")[0])
     assert shown <= stopped_at < 2000 and pg.trained is None
     pg.steps = 20
     wait(lambda: pg.trained is not None)  # on the fresh worker the nanny started
-    assert not pg.errors.visible
+    assert not notice.visible and not pg.errors.visible
 
 
 def test_the_sweep_matches_the_engine(make_page):

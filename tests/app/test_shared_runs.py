@@ -58,8 +58,8 @@ def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_
         second.start()
         assert second.shared_line.visible and JOINED in second.shared_line.object and not first.shared_line.visible
         assert second._run is first._run and first._run.watchers == 2  # one computation for both
-        first.runner.join(120)
-        second.runner.join(30)
+        first.job.run.join(120)
+        second.job.run.join(30)
         (folder,) = tmp_path.iterdir()
         run = read_run(folder)
         assert run.finished and shown_steps(first) == shown_steps(second) == list(range(1, 13))
@@ -75,11 +75,11 @@ def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_
 def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at_its_pace(tmp_path):
     trained = tiny_page(tmp_path, 4)
     trained.start()
-    trained.runner.join(120)
+    trained.job.run.join(120)
     (folder,) = tmp_path.iterdir()
     later = tiny_page(tmp_path, 4)
     later.start()
-    later.runner.join(10)
+    later.job.run.join(10)
     assert FINISHED.format(run=folder.name) in later.shared_line.object
     assert shown_steps(later) == shown_steps(trained) == [1, 2, 3, 4] and later.samples.object == trained.samples.object
     assert list(later.curves.evals.data["kl_exact"]) == list(trained.curves.evals.data["kl_exact"])
@@ -93,7 +93,7 @@ def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at
     assert time.monotonic() - started >= first["step_time"] + last["time"] - first["time"]  # the seconds it took
     paced = tiny_page(tmp_path, 4, at_pace="true")
     paced.start()
-    paced.runner.join(30)
+    paced.job.run.join(30)
     assert shown_steps(paced) == [1, 2, 3, 4] and list(tmp_path.iterdir()) == [folder]
 
 
@@ -105,12 +105,12 @@ def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_p
         b.start()
         wait_for(lambda: len(b._state.metrics) >= 1)
         a.stop()  # a leaves; the run trains on for b
-        a.runner.join(10)
+        a.job.run.join(10)
         assert a.phase == "idle" and "it trains on for the 1 other learner(s)" in a.shared_line.object
         left_at = len(b._state.metrics)
         wait_for(lambda: len(b._state.metrics) >= left_at + 2)
         b.stop()  # the last learner leaves: the computation stops after its step in flight, written and shown
-        b.runner.join(30)
+        b.job.run.join(30)
         (folder,) = tmp_path.iterdir()
         run = read_run(folder)
         assert not run.finished and shown_steps(b) == [m["step"] for m in run.metrics]
@@ -180,15 +180,15 @@ def test_the_rooms_list_counts_the_learners_on_each_run_and_opens_one_live(tmp_p
 ])
 def test_a_forged_or_unknown_run_in_a_link_gets_one_sentence_and_the_page_stays_usable(tmp_path, name, sentence):
     pg = tiny_page(tmp_path, 2, run=name)
-    assert pg.error.visible and sentence in pg.error.object and pg.run == "" and pg.phase == "idle"
+    assert pg.job.notice.visible and sentence in pg.job.notice.object and pg.run == "" and pg.phase == "idle"
     pg.start()
-    pg.runner.join(120)
+    pg.job.run.join(120)
     assert len(list_runs(tmp_path)) == 1 and list_runs(tmp_path)[0].finished
 
 
 def test_a_run_name_that_could_leave_the_runs_folder_is_refused_by_the_link(tmp_path):
     pg = tiny_page(tmp_path, 2, run="../../etc")
-    assert pg.notice.visible and "run=" in pg.notice.object and pg.run == "" and not pg.error.visible
+    assert pg.notice.visible and "run=" in pg.notice.object and pg.run == "" and not pg.job.notice.visible
 
 
 def test_a_killed_worker_under_a_shared_run_tells_every_learner_and_the_next_run_starts(tmp_path):
@@ -201,18 +201,18 @@ def test_a_killed_worker_under_a_shared_run_tells_every_learner_and_the_next_run
         b.start()
         wait_for(lambda: len(b._state.metrics) >= 2)
         os.kill(pid, signal.SIGKILL)
-        a.runner.join(60)
-        b.runner.join(60)
+        a.job.run.join(60)
+        b.job.run.join(60)
         run = read_run(next(tmp_path.iterdir()))
         step = run.metrics[-1]["step"]
         for pg in (a, b):
-            assert pg.error.visible and f"the run stopped at step {step}" in pg.error.object
+            assert pg.job.notice.visible and f"the run stopped at step {step}" in pg.job.notice.object
         assert [m["step"] for m in run.metrics] == list(range(1, step + 1))
         wait_for(lambda: cluster.devices() == ["cpu"])  # the nanny's fresh worker (until then Start says to try again)
         a.steps = 2
         a.start()  # the next run starts on the fresh worker
-        a.runner.join(120)
-        assert sum(r.finished for r in list_runs(tmp_path)) == 1, a.error.object
+        a.job.run.join(120)
+        assert sum(r.finished for r in list_runs(tmp_path)) == 1, a.job.notice.object
     finally:
         a.close()
         b.close()
@@ -249,7 +249,7 @@ def test_a_run_waiting_for_its_device_says_when_it_should_start(tmp_path):
         said, pace = b._state.starts_in, wall_pace(list(running.state.metrics[-30:]))
         assert 0.5 * left * pace <= said <= 2 * left * pace + 2  # the steps a has left, at the pace it goes
         a.stop()
-        b.runner.join(120)
+        b.job.run.join(120)
         assert b._state.step == 5
     finally:
         a.close()
@@ -281,7 +281,7 @@ def test_a_run_another_web_process_trains_is_watched_from_its_files(tmp_path):
         assert "another web process" in pg.shared_line.object and JOINED in pg.shared_line.object
         for _ in states:  # the other process reads its run to the end
             pass
-        pg.runner.join(60)
+        pg.job.run.join(60)
         (folder,) = tmp_path.iterdir()
         assert shown_steps(pg) == list(range(1, 31)) == [m["step"] for m in read_run(folder).metrics]
         assert "Finished: all 30 steps" in pg.status.object

@@ -82,7 +82,7 @@ def test_a_link_beyond_the_servers_limits_is_set_to_them_in_one_sentence(open_pa
     box = page.locator(".bk-input-group", has_text="Training steps").locator("input")
     box.fill("5000")  # typed above the limit: put back, with the same sentence
     box.press("Enter")
-    expect(page.locator(".fl-run-error").first).to_have_text("This server allows at most 2000 steps per run; the run was set to 2000.")
+    expect(page.locator(".fl-job-notice").first).to_have_text("This server allows at most 2000 steps per run; the run was set to 2000.")
     expect(box).to_have_value(re.compile("^2,?000$"))
     assert new_query(page)["steps"] == "2000"
     assert console_errors == []

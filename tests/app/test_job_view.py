@@ -1,0 +1,69 @@
+"""A page's job as one piece (widgets/job_view.py): its controls and its alert placed together, Pause and Resume
+where the job allows them, a failure that stays said after its job ends, a wait that does not."""
+
+import panel as pn
+
+from widgets.job_view import JobView
+
+
+def test_a_job_is_placed_with_its_alert_under_its_controls():
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: None)
+    try:
+        alone, beside = job.__panel__(), job.view(episodes := pn.widgets.IntInput(label="Episodes"))
+        for view in (alone, beside):
+            controls, notice = view.objects
+            assert notice is job.notice is job.run.notice and job.controls.start_button in controls.select()
+        assert beside.objects[0].objects[0] is episodes and not job.pause_buttons
+    finally:
+        job.stop()
+
+
+def test_pause_and_resume_are_offered_only_when_the_job_allows_them_and_call_the_page():
+    said = []
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: None, on_pause=lambda: said.append("pause"),
+                  on_resume=lambda: said.append("resume"))
+    pause, resume = job.pause_buttons
+    assert pause in job.view().select() and resume in job.view().select() and pause.disabled and resume.disabled
+    job.pausable = True
+    assert not pause.disabled and resume.disabled
+    pause.clicks += 1
+    job.param.update(pausable=False, paused=True)
+    assert pause.disabled and not resume.disabled
+    resume.clicks += 1
+    job.done(False)  # the job ended: nothing to pause or resume
+    assert said == ["pause", "resume"] and pause.disabled and resume.disabled
+
+
+def test_stop_calls_the_pages_own_stop_when_it_has_one():
+    stopped = []
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: None, on_stop=lambda: stopped.append(True))
+    job.controls.stop_button.clicks += 1
+    assert stopped == [True]
+
+
+def run_to_end(job: JobView, snapshots) -> None:
+    job.start(lambda: iter(snapshots))
+    job.run.join(10)
+
+
+def test_a_failure_told_during_a_job_stays_after_it_ends_and_a_wait_does_not():
+    job = JobView(apply=lambda snapshot: job.fail(snapshot) if snapshot.startswith("No model") else job.tell(snapshot),
+                  on_start=lambda: None)
+    run_to_end(job, ["Waits for the cpu <place 1>"])
+    assert not job.notice.visible  # the job went on: its wait is over
+    run_to_end(job, ["No model 'x<y>' on this machine."])
+    assert job.notice.visible and job.notice.alert_type == "danger"
+    assert job.notice.object == "No model &#x27;x&lt;y&gt;&#x27; on this machine."  # what a link sent is shown, not run
+    job.start(lambda: iter(()))
+    assert not job.notice.visible  # a new start clears it
+    job.run.join(10)
+
+
+def test_a_job_that_reached_its_end_shows_full_progress_only_when_it_did_its_work():
+    done = []
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: None, completed=lambda: False, on_done=done.append)
+    run_to_end(job, [1, 2])
+    assert job.controls.progress == 0.0 and done == [True] and not job.controls.running
+    job.completed = None
+    run_to_end(job, [1])
+    assert job.controls.progress == 1.0
