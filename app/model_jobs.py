@@ -431,8 +431,7 @@ def training_views(pairs, settings) -> Iterator[TrainingView]:
     """On the worker: `iter_train_reward_model`'s reports as points of the curves (the pairs left out); the probe at the end."""
     import numpy as np
 
-    from app.preferences_cli import probe_rows
-    from engines.lm.reward_model import iter_train_reward_model
+    from engines.lm.reward_model import iter_train_reward_model, probe_rows
 
     steps, loss, accuracy = [], [], []
     for report in iter_train_reward_model(pairs, settings):

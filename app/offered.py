@@ -237,6 +237,14 @@ def reward_classifiers() -> tuple[str, ...]:
     return LOCAL_REWARDS + current().rewards
 
 
+def reward_options(root: Path) -> dict[str, str]:
+    """A run's choice of reward, label -> reward: VADER and the classifiers this server offers, then each reward
+    model saved under `root` (a runs folder) by file name."""
+    from app.runs import learned_rewards
+
+    return {name: name for name in reward_classifiers()} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
+
+
 def is_classifier(reward: str) -> bool:
     """Whether a reward is a classifier's files: not VADER, nor a saved reward model (a file of the runs folder only)."""
     return not (reward in LOCAL_REWARDS or reward.startswith(REWARD_PREFIX))

@@ -26,7 +26,7 @@ from engines.lm.reward_model import (
     RewardModelSettings,
     iter_train_reward_model,
     load_reward_model,
-    probe,
+    probe_rows,
     save_reward_model,
 )
 
@@ -75,20 +75,6 @@ def add_train_reward_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="reward model file to write (.pt)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
     add_settings_options(parser, RewardModelSettings)
-
-
-def probe_rows(trained) -> list[dict]:
-    """The probe table, when the language model's tokenizer is on this machine; else an empty list."""
-    from engines.lm.models import ModelNotAvailable, from_pretrained
-
-    try:
-        from transformers import AutoTokenizer
-
-        tokenizer = from_pretrained(AutoTokenizer, trained.lm)
-    except (ModelNotAvailable, ImportError, OSError, ValueError):
-        return []
-    return [{"reply": r.name, "text": r.text, "g": r.g, "r_phi": r.r_phi, "unknown_tokens": r.unknown}
-            for r in probe(trained, lambda text: tokenizer(text)["input_ids"])]
 
 
 def render_reward(result: dict) -> str:

@@ -226,14 +226,6 @@ def is_learned(reward: str) -> bool:
     return reward.startswith(REWARD_PREFIX)
 
 
-def reward_options(root: Path) -> dict[str, str]:
-    """A run's choice of reward, label -> reward: VADER and the classifiers this server offers (app/offered.py), then
-    each reward model saved under `root` by file name."""
-    from app.offered import reward_classifiers
-
-    return {name: name for name in reward_classifiers()} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
-
-
 def run_status(run: Run, running: set[str]) -> str:
     """finished (every step written), running (training now in this server), or interrupted."""
     if run.id in running:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from engines.lm.models import ModelNotAvailable
 from engines.lm.reinforce import LMRun
-from engines.lm.results import EvalResult, WorkedExample, worked_example
-from engines.lm.settings import REWARD_PREFIX, LMSettings
+from engines.lm.results import EvalResult, format_eval, format_worked_example, worked_example
+from engines.lm.settings import LMSettings
 
 from app.options import add_settings_options, settings_from_args
 from app.runs import RUNS_DIR, RunWriter, new_run_id, run_config
@@ -27,31 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_options(parser, LMSettings)
     parser.add_argument("--out", type=Path, default=None, help=f"run folder to write (default: a new folder under {RUNS_DIR}/)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def format_eval(result: EvalResult, settings: LMSettings) -> str:
-    """The seed's `[eval start]` / `[eval end]` line (`[eval step N]` in between)."""
-    when = "start" if result.step == 0 else "end" if result.step == settings.steps else f"step {result.step}"
-    gold = "" if result.gold is None else f"  gold {result.gold:+.2f}"
-    return (
-        f"[eval {when}] {settings.eval_prompts} held-out prompts x {settings.eval_replies}: "
-        f"reward {result.reward:+.2f}{gold}  P(positive) {result.p_positive:.3f}  KL {result.kl_exact:.2f} nats/reply  "
-        f"entropy {result.entropy:.2f}  ref-perplexity {result.ref_perplexity:.1f}  "
-        f"distinct-1 {result.distinct_1:.3f}  distinct-2 {result.distinct_2:.3f}"
-    )
-
-
-def format_worked_example(ex: WorkedExample, reward_label: str = "classifier") -> str:
-    """Seed 000 section 6.12's worked-example table, every row."""
-    lines = [f'worked example (beta = {ex.beta:g}): prompt "{ex.prompt}", {reward_label} log-odds R = {ex.R:+.3f}']
-    for t, tok in enumerate(ex.tokens):
-        lines.append(
-            f"{t:4d} {repr(tok):<14s} log pi {ex.logp[t]:7.3f}  log ref {ex.ref_logp[t]:7.3f}  "
-            f"log-ratio {ex.log_ratio[t]:+7.3f}  r_t {ex.r[t]:+7.3f}  G_t {ex.G[t]:+7.3f}"
-        )
-    total = ex.R - ex.beta * ex.log_ratio.sum()
-    lines.append(f"  sum of log-ratios = {ex.log_ratio.sum():.3f};  total reward = R - beta * sum = {total:+.3f} = G_0")
-    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     folder = args.out if args.out is not None else RUNS_DIR / new_run_id(settings)
     config = run_config(settings, lm)
-    reward_label = "VADER" if settings.reward == "vader" else "reward-model" if settings.reward.startswith(REWARD_PREFIX) else "classifier"
     bar = tqdm(total=settings.steps, file=sys.stderr, disable=args.quiet, desc="train-lm", unit="step")
     last = None
     with RunWriter(folder, config) as writer:
@@ -80,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                 gold = {} if result.gold is None else {"gold": f"{result.gold:+.2f}"}
                 bar.set_postfix(reward=f"{result.reward:+.2f}", **gold, kl=f"{result.kl:.1f}", s_per_step=f"{result.step_time:.2f}")
     bar.close()
-    print(format_worked_example(worked_example(last, 0), reward_label))
+    print(format_worked_example(worked_example(last, 0), settings.reward))
     print(f"run written to {folder}")
     return 0
 

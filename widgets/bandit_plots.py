@@ -16,12 +16,13 @@ from bokeh.models import (
 )
 from bokeh.transform import dodge
 
-from app.text.bandit import TRAIN_NAMES
 from engines.bandit import BASELINES
 from widgets.style import OKABE_ITO, plot
 
 COLOURS = {"exact": OKABE_ITO["grey"], "none": OKABE_ITO["orange"], "b": OKABE_ITO["blue"], "b_star": OKABE_ITO["green"]}
 """The exact answer, no baseline, the current b and the best b*: the same colour on every panel."""
+TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
+"""The three baselines of section 6.7's training, as the plots and the training table name them."""
 TRAIN_COLOURS = dict(zip(BASELINES, (OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["green"])))
 """One colour per baseline of the training run."""
 

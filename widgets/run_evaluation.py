@@ -13,13 +13,17 @@ from functools import cached_property
 
 import panel as pn
 
-from app.text.live_run import eval_lines_html, example_options, worked_example_lines
-from engines.lm.results import worked_example
+from engines.lm.results import EvalResult, worked_example
 from engines.lm.settings import LMSettings
 from widgets.headings import section_heading
-from widgets.run_html import CSS, eval_table_html, worked_example_html
+from widgets.run_html import CSS, eval_lines_html, eval_table_html, worked_example_html
 
 NO_EXAMPLE = '<p class="fl-caption">The worked example appears after the first evaluation.</p>'
+
+
+def example_options(result: EvalResult) -> dict[str, int]:
+    """The worked-example selector's entries: every held-out reply of an evaluation."""
+    return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
 
 
 class RunEvaluation(pn.viewable.Viewer):
@@ -51,7 +55,7 @@ class RunEvaluation(pn.viewable.Viewer):
         if not self._results or self.choice.value is None:
             return
         ex = worked_example(self._results[-1], int(self.choice.value))
-        self.example.object = worked_example_html(ex, *worked_example_lines(ex, self._settings.reward))
+        self.example.object = worked_example_html(ex, self._settings.reward)
 
     @cached_property
     def _layout(self) -> pn.Column:

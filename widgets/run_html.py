@@ -11,6 +11,9 @@ import html
 
 from bokeh.palettes import PuOr
 
+from engines.lm.results import EvalResult, WorkedExample, format_eval, format_worked_example
+from engines.lm.settings import LMSettings
+
 RATIO_PALETTE = PuOr[11]
 """The shading's bins, purple (less than the reference) to orange (more)."""
 RATIO_LIMIT = 4.0
@@ -25,7 +28,7 @@ EVAL_TABLE = (
     ("distinct_1", "distinct-1", "{:.3f}"),
     ("distinct_2", "distinct-2", "{:.3f}"),
 )
-"""The seed's `[eval]` columns, with the seed's rounding (app.train_lm.format_eval)."""
+"""The seed's `[eval]` columns, with the seed's rounding (engines.lm.results.format_eval)."""
 GOLD_COLUMN = ("gold", "gold", "{:+.2f}")
 """Shown after the reward when the reward is a learned reward model (its gold score g)."""
 CSS = """
@@ -99,9 +102,17 @@ def eval_table_html(evals: list[dict]) -> str:
     return f'<table class="fl-table fl-evals"><tr>{head}</tr>{rows}</table>'
 
 
-def worked_example_html(ex, caption: str, total: str) -> str:
-    """Seed 000 section 6.12's table for one reply (an engines.lm.results.WorkedExample): token, log pi, log ref,
-    log-ratio, r_t, G_t; `caption` and `total` are the first and last lines of the text version."""
+def eval_lines_html(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
+    """The seed's `[eval ...]` lines of `results` as a preformatted block; empty before the first evaluation."""
+    lines = "\n".join(format_eval(r, settings) for r in results)
+    return f'<pre class="fl-lines">{html.escape(lines)}</pre>' if results else ""
+
+
+def worked_example_html(ex: WorkedExample, reward: str) -> str:
+    """Seed 000 section 6.12's table for one reply of a run with the reward `reward`: token, log pi, log ref,
+    log-ratio, r_t, G_t, under the first line of the seed's text version and above its last (the return)."""
+    text = format_worked_example(ex, reward).splitlines()
+    caption, total = text[0], text[-1]
     head = "<tr><th>t</th><th class='fl-text'>token</th><th>log π</th><th>log ref</th><th>log-ratio</th><th>r_t</th><th>G_t</th></tr>"
     rows = "".join(
         f"<tr><td>{t}</td><td class='fl-text'>{html.escape(repr(tok))}</td><td>{ex.logp[t]:.3f}</td><td>{ex.ref_logp[t]:.3f}</td>"

@@ -9,7 +9,9 @@ A page is a module `app/pages/NAME.py` with
 and, if its first view is a function of its controls alone (no run files, no job), may say
     READY_AHEAD = True   its sessions may be built before they are asked for (app/ready_pages.py).
 NAME is listed in PAGE_ORDER; its route is /NAME with "_" written "-". A page whose
-module is absent simply has no route, link or index entry.
+module is absent simply has no route, link or index entry. A module not in PAGE_ORDER is a
+piece of the one page its name begins with (reward_model_sweep.py, the reward-models page's
+τ sweep), kept beside it rather than among the reusable widgets.
 """
 
 from __future__ import annotations

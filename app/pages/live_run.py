@@ -43,9 +43,8 @@ import param
 from app.cluster import Cluster, current as current_cluster
 from app.limits import bound_controls, clamp_query, current as current_limits, limit_sentence
 from app.model_jobs import LiveState, run_label
-from app.offered import current as current_offer, offer_menu, start_problem
-from app.runs import (RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, reward_options, runs_frame, wall_pace,
-                      zip_runs)
+from app.offered import current as current_offer, offer_menu, reward_options, start_problem
+from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, runs_frame, wall_pace, zip_runs
 from app.shared_runs import (CLASS_RUNS, PACE_STEPS, SharedRun, find_run, finished_run, follow_folder, replay, run_key, settings_of,
                              trains, training_elsewhere)
 from app.text.live_run import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,

@@ -27,6 +27,7 @@ import app.runs as runs
 from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
 from app.model_cache import MODELS, ModelCache
 from app.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
+from app.pages.reward_model_sweep import TauSweep
 from app.text.reward_model import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
                                     TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text)
 from engines.bradley_terry import bt_prob, oracle_accuracy
@@ -46,7 +47,6 @@ from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss
 from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.job_view import JobView
-from widgets.tau_sweep import TauSweep
 from widgets.url_state import notice_alert, sync_url
 
 TITLE = "Reward models"

@@ -11,9 +11,7 @@ import numpy as np
 
 from engines.bandit import TrainingView, expected_return
 from engines.policy_gradient import softmax
-
-TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
-"""The three baselines of section 6.7's training, as the plots and the table name them."""
+from widgets.bandit_plots import TRAIN_NAMES
 
 WHY = (
     "A bandit is the smallest setting in which a policy learns from ratings alone: one prompt, four possible "

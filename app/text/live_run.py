@@ -1,4 +1,4 @@
-"""The live-run page's words: its fixed texts, the metric row's labels, and the lines it writes from a run's evaluations.
+"""The live-run page's words: its fixed texts and the metric row's labels.
 
 Everything here is text about seed 000 sections 6.11 and 6.12 (REINFORCE on a language model with a
 per-token KL penalty) and seed 001's learned reward with its gold score; the numbers come from
@@ -6,12 +6,6 @@ engines/lm/ through app/model_jobs.py, and app/pages/live_run.py shows them.
 """
 
 from __future__ import annotations
-
-import html
-
-from app.runs import is_learned
-from engines.lm.results import EvalResult
-from engines.lm.settings import LMSettings
 
 INTRO = (
     "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
@@ -77,35 +71,3 @@ METRICS = {
     "step_time": ("seconds per step", "{value:.2f}"),
 }
 """The newest training step's readings above the curves: (label, format) by metrics.jsonl's key."""
-
-
-def eval_lines(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
-    """The evaluations as `feedback-lab train-lm` prints them (the seed's `[eval ...]` lines)."""
-    # app.train_lm loads torch (it also trains); the page needs only its text, once a run has evaluated.
-    from app.train_lm import format_eval
-
-    return "\n".join(format_eval(r, settings) for r in results)
-
-
-def eval_lines_html(results: tuple[EvalResult, ...], settings: LMSettings) -> str:
-    """The `[eval ...]` lines as a preformatted block (widgets.run_html's style sheet); empty before the first evaluation."""
-    return f'<pre class="fl-lines">{html.escape(eval_lines(results, settings))}</pre>' if results else ""
-
-
-def reward_label(reward: str) -> str:
-    """How the worked example names the reward's log-odds."""
-    return "VADER" if reward == "vader" else "reward-model" if is_learned(reward) else "classifier"
-
-
-def example_options(result: EvalResult) -> dict[str, int]:
-    """The worked-example selector's entries: every held-out reply of an evaluation."""
-    return {f"{i}: {p}|{y[:60]}": i for i, (p, y) in enumerate(zip(result.prompts, result.replies))}
-
-
-def worked_example_lines(example, reward: str) -> tuple[str, str]:
-    """The first and last lines of the worked example's text version (engines.lm.results.WorkedExample): what the
-    table shows, and the return it sums to."""
-    from app.train_lm import format_worked_example  # loads torch: see eval_lines
-
-    lines = format_worked_example(example, reward_label(reward)).splitlines()
-    return lines[0], lines[-1]

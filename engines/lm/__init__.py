@@ -12,8 +12,9 @@ Layered: each module imports only modules on lines below it (and the policy-grad
     models         loading a causal language model (embedded, folder or hub), devices, autocast
     prompts        the lab's prompts as text and their fixed train / held-out split
     review_corpus  the grammar of movie reviews the embedded model is trained on, and its bundled prompts
-    results        what a run yields (StepResult, EvalResult, the worked example), without torch
+    results        what a run yields (StepResult, EvalResult, the worked example) and the seed's printout of it, without torch
     settings       the frozen settings of a run and of a frontier, without torch
 
-`tests/engines/test_imports.py` holds the package to this order and fails on any import circle in `engines/`.
+`tests/engines/test_imports.py` holds the package to this order; `tests/test_layers.py` fails on any import
+circle in the project.
 """

@@ -3,7 +3,8 @@
 `engines.lm.reinforce.LMRun.steps()` yields a `StepResult` per training step and an
 `EvalResult` per held-out evaluation; `worked_example` turns one held-out reply into the
 seed's token-by-token table. These are plain numbers and numpy arrays, with no torch, so the
-run files can be written and read (app/runs.py) where no model is loaded.
+run files can be written and read (app/runs.py) where no model is loaded. `format_eval` and
+`format_worked_example` print them as the seed does, for the command line and the pages alike.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engines.lm.settings import REWARD_PREFIX, LMSettings
 from engines.policy_gradient import returns_to_go, shaped_rewards
 
 
@@ -123,3 +125,33 @@ def worked_example(result: EvalResult, i: int = 0) -> WorkedExample:
         prompt=result.prompts[i], tokens=result.tokens[i], R=float(result.R[i]), beta=result.beta,
         logp=logp, ref_logp=ref_logp, log_ratio=logp - ref_logp, r=r[0], G=returns_to_go(r)[0],
     )
+
+
+def format_eval(result: EvalResult, settings: LMSettings) -> str:
+    """The seed's `[eval start]` / `[eval end]` line (`[eval step N]` in between), seed 000 section 6.11."""
+    when = "start" if result.step == 0 else "end" if result.step == settings.steps else f"step {result.step}"
+    gold = "" if result.gold is None else f"  gold {result.gold:+.2f}"
+    return (
+        f"[eval {when}] {settings.eval_prompts} held-out prompts x {settings.eval_replies}: "
+        f"reward {result.reward:+.2f}{gold}  P(positive) {result.p_positive:.3f}  KL {result.kl_exact:.2f} nats/reply  "
+        f"entropy {result.entropy:.2f}  ref-perplexity {result.ref_perplexity:.1f}  "
+        f"distinct-1 {result.distinct_1:.3f}  distinct-2 {result.distinct_2:.3f}"
+    )
+
+
+def reward_label(reward: str) -> str:
+    """How the worked example names the log-odds of the reward `reward` (an LMSettings.reward)."""
+    return "VADER" if reward == "vader" else "reward-model" if reward.startswith(REWARD_PREFIX) else "classifier"
+
+
+def format_worked_example(ex: WorkedExample, reward: str) -> str:
+    """Seed 000 section 6.12's worked-example table, every row, for a run with the reward `reward`."""
+    lines = [f'worked example (beta = {ex.beta:g}): prompt "{ex.prompt}", {reward_label(reward)} log-odds R = {ex.R:+.3f}']
+    for t, tok in enumerate(ex.tokens):
+        lines.append(
+            f"{t:4d} {repr(tok):<14s} log pi {ex.logp[t]:7.3f}  log ref {ex.ref_logp[t]:7.3f}  "
+            f"log-ratio {ex.log_ratio[t]:+7.3f}  r_t {ex.r[t]:+7.3f}  G_t {ex.G[t]:+7.3f}"
+        )
+    total = ex.R - ex.beta * ex.log_ratio.sum()
+    lines.append(f"  sum of log-ratios = {ex.log_ratio.sum():.3f};  total reward = R - beta * sum = {total:+.3f} = G_0")
+    return "\n".join(lines)

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engines.bradley_terry import Normalizer, bt_loss, fit_normalizer, oracle_accuracy
-from engines.lm.models import from_pretrained, transformers_classes
+from engines.lm.models import ModelNotAvailable, from_pretrained, transformers_classes
 from engines.lm.settings import REWARD_PREFIX
 from engines.lm.preferences import TAU_LABEL, PreferencePairs, gold_score, prompt_table, relabel, split_pairs
 from engines.settings import finite, require
@@ -416,6 +416,18 @@ def probe(trained: TrainedRewardModel, encode: Callable[[str], list[int]], repli
     unknown = (encode_tokens(reply_ids, trained.model.vocab.cpu().numpy()) == UNKNOWN).sum(1)
     return [ProbeRow(name=n, text=t, g=float(g), r_phi=float(r), unknown=int(u))
             for n, t, g, r, u in zip(names, texts, gold_score(texts), scores, unknown)]
+
+
+def probe_rows(trained: TrainedRewardModel) -> list[dict]:
+    """`probe` tokenised as the pairs were, by the language model's tokenizer, as rows of plain values (reply, text,
+    g, r_phi, unknown_tokens); an empty list when that tokenizer is not on this machine."""
+    try:
+        (AutoTokenizer,) = transformers_classes("AutoTokenizer")  # here, not above: transformers takes seconds to import
+        tokenizer = from_pretrained(AutoTokenizer, trained.lm)
+    except (ModelNotAvailable, ImportError, OSError, ValueError):
+        return []
+    return [{"reply": r.name, "text": r.text, "g": r.g, "r_phi": r.r_phi, "unknown_tokens": r.unknown}
+            for r in probe(trained, lambda text: tokenizer(text)["input_ids"])]
 
 
 @dataclass(frozen=True)

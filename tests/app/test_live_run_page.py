@@ -20,7 +20,6 @@ from app.limits import LIMITED
 from app.model_jobs import LiveState
 from app.pages.live_run import LiveRunPage, page
 from app.runs import REWARD_MODELS, RunWriter, read_run
-from app.text.live_run import eval_lines
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
@@ -98,7 +97,7 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     # The evaluation table and the seed's [eval] lines.
     state = pg._state
     assert pg.evaluation.lines.object.count("[eval ") == 3 and "[eval end] 2 held-out prompts x 2: reward" in pg.evaluation.lines.object
-    assert eval_lines(state.eval_results, state.settings).splitlines()[0].startswith("[eval start]")
+    assert pg.evaluation.lines.object.startswith('<pre class="fl-lines">[eval start] 2 held-out prompts x 2: reward')
     assert pg.evaluation.table.object.count("<tr>") == 4 and f"{run.evals[-1]['distinct_1']:.3f}" in pg.evaluation.table.object
     # The worked example of any held-out reply of the latest evaluation, as the engine computes it.
     assert len(pg.evaluation.choice.options) == 4

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import app.pages.reward_model as rm
-from app.preferences_cli import probe_rows
 from types import SimpleNamespace
 
 from app.cluster import Queued, current
@@ -21,7 +20,7 @@ from app.model_jobs import generate_pairs, pairs_key
 from app.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.preferences import BUNDLED_PAIRS, PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
-from engines.lm.reward_model import load_reward_model, tau_sweep, train_reward_model
+from engines.lm.reward_model import load_reward_model, probe_rows, tau_sweep, train_reward_model
 
 WORDS = ("wonderful", "superb", "boring", "awful", "the", "garden", "and", "quiet")
 """Each word is one token id (100 + its index) in the small data sets."""

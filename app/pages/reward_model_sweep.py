@@ -1,7 +1,9 @@
 """The reward-models page's stretch: the same responses relabelled at several label temperatures, a reward model trained on each.
 
 Its accuracy and the ceiling Acc* are drawn as the raters get noisier, one tau_label at a time,
-from the sweep's worker (app.model_jobs.sweep_tau) through a JobView.
+from the sweep's worker (app.model_jobs.sweep_tau) through a JobView. It serves
+app/pages/reward_model.py alone, and drives a model job, so it lives beside that page rather
+than among the widgets.
 """
 
 from __future__ import annotations

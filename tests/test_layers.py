@@ -1,0 +1,91 @@
+"""The project's layers hold: no import circle anywhere, and no module imports one of a layer above its own.
+
+From the bottom: the data files, the engines, the widgets, then app/ in three heights (what the
+pages and the server share: the model jobs, their cluster, run files, limits and caches; the
+pages with their texts; the server), the command line on top of app/, and the benchmarks over
+everything. `LAYERS` is the one place that says which module is where: regrouping app/ changes
+that table and nothing else here. Every import statement counts, inside functions too
+(tests/imports.py).
+"""
+
+from tests.imports import edges, find_circle, import_graph
+
+LAYERS = (
+    ("the data files", ("assets",)),
+    ("the engines", ("engines",)),
+    ("the widgets", ("widgets",)),
+    ("model jobs and what the pages share", (
+        "app", "app.cluster", "app.scheduler_upkeep", "app.freed_memory", "app.model_cache", "app.model_jobs",
+        "app.runs", "app.shared_runs", "app.offered", "app.limits", "app.results_cache", "app.options",
+    )),
+    ("the pages", ("app.pages", "app.text", "app.lab")),
+    ("the server", ("app.server", "app.ready_pages")),
+    ("the command line", ("app.cli", "app.train_lm", "app.preferences_cli", "app.embedded_model", "app.figures")),
+    ("the benchmarks", ("bench",)),
+)
+"""The layers, bottom first, each with the modules and packages it holds. A module belongs to the layer of the
+longest entry that is it or a package above it, so a new app module starts in the lowest of app's layers."""
+
+EDGES = edges(import_graph(["assets", "engines", "widgets", "app", "bench"]))
+"""Each of the project's modules -> the project's modules it imports."""
+
+
+def layer(module: str) -> int:
+    """The height of `module`'s layer in LAYERS (0 at the bottom)."""
+    hits = [(len(entry), height) for height, (_, entries) in enumerate(LAYERS) for entry in entries
+            if module == entry or module.startswith(entry + ".")]
+    assert hits, f"{module} is in no layer: add it, or a package above it, to LAYERS"
+    return max(hits)[1]
+
+
+def climbs(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a module in a layer above the importer's, as a sentence."""
+    return [f"{module} ({LAYERS[layer(module)][0]}) imports {target} ({LAYERS[layer(target)][0]})"
+            for module, targets in sorted(edges.items()) for target in sorted(targets) if layer(target) > layer(module)]
+
+
+def test_the_table_places_every_module_and_lists_each_entry_once():
+    entries = [entry for _, names in LAYERS for entry in names]
+    assert len(entries) == len(set(entries)) and [e for e in entries if e not in EDGES] == []
+    assert all(layer(m) >= 0 for m in EDGES)  # layer() says which module is in no layer
+
+
+def test_no_import_circle():
+    circle = find_circle(EDGES)
+    assert circle is None, f"import circle: {' -> '.join(circle)}"
+
+
+def test_the_circle_finder_finds_a_planted_circle():
+    assert "app.runs" in EDGES["app.shared_runs"]
+    circle = find_circle(EDGES | {"app.runs": EDGES["app.runs"] | {"app.shared_runs"}})
+    assert circle is not None and circle[0] == circle[-1] and {"app.runs", "app.shared_runs"} <= set(circle)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    assert climbs(EDGES) == []
+
+
+def test_planted_climbs_are_caught():
+    planted = {
+        "widgets.streaming": "app.model_jobs",  # a widget reaching into app's model jobs
+        "app.model_jobs": "app.preferences_cli",  # a model job borrowing from the command line
+        "app.text.live_run": "app.train_lm",  # a page's text borrowing from the command line
+        "engines.lm.results": "widgets.run_html",  # an engine importing a page piece
+    }
+    assert climbs(EDGES | {m: EDGES[m] | {target} for m, target in planted.items()}) == [
+        "app.model_jobs (model jobs and what the pages share) imports app.preferences_cli (the command line)",
+        "app.text.live_run (the pages) imports app.train_lm (the command line)",
+        "engines.lm.results (the engines) imports widgets.run_html (the widgets)",
+        "widgets.streaming (the widgets) imports app.model_jobs (model jobs and what the pages share)",
+    ]
+
+
+def test_an_import_inside_a_function_counts():
+    """app.offered imports app.runs only inside its functions."""
+    assert "app.runs" in EDGES["app.offered"]
+
+
+def test_the_command_line_sits_on_top_of_app():
+    """Whatever regrouping app/ gets, nothing that serves pages or runs jobs may import the command line."""
+    command_line = next(h for h, (name, _) in enumerate(LAYERS) if name == "the command line")
+    assert all(layer(m) < command_line for m in EDGES if m.split(".")[0] == "app" and layer(m) != command_line)
