@@ -62,12 +62,12 @@ from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
+from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import labelled_buttons, slider
-from widgets.job_view import JobView
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -165,7 +165,7 @@ class BanditPage(pn.viewable.Viewer):
         self.view: TrainingView | None = None
         self.delayed_restart = Debounce(RESTART_DELAY_MS)
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed,
-                                          time_limit=limits.current().compute_seconds)
+                                    time_limit=limits.current().compute_seconds)
         self._started = False
         self.sections = LazySections(self.param.section, {
             "estimates": ("Gradient and variance", self._estimates_section),

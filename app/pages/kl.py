@@ -65,12 +65,12 @@ from engines.kl_optimal import (
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
+from widgets.job_view import JobView
 from widgets.kl_plots import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.job_view import JobView
 from widgets.style import OKABE_ITO
 from widgets.updates import one_update
 from widgets.url_state import sync_url
@@ -172,7 +172,7 @@ class KLPage(pn.viewable.Viewer):
         self.lm_frontier: SampledFrontier | None = None
         # A job that ends on a message (no model, no reward) leaves its progress where it was.
         self.lm_job = JobView(self._show_frontier, self.start_frontier, seed=self.param.lm_seed,
-                                    completed=lambda: self.lm_frontier is not None)
+                              completed=lambda: self.lm_frontier is not None)
         self.sections = LazySections(self.param.section, {
             "distributions": ("π_ref and π*, reply by reply", self._distributions_section),
             "frontier": ("The reward-KL frontier", self._frontier_section),

@@ -53,9 +53,9 @@ from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
+from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.number_box import number_box
-from widgets.job_view import JobView
 from widgets.run_controls import seed_control
 from widgets.run_curves import CSS as CURVES_CSS, EVAL_COLUMNS, STEP_COLUMNS, RunCurves
 from widgets.run_evaluation import RunEvaluation

@@ -38,6 +38,7 @@ from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
+from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.pairs_files import PairsFiles
 from widgets.predict import PredictionCard, session_guide
@@ -46,7 +47,6 @@ from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss
                                         probe_table)
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.job_view import JobView
 from widgets.url_state import notice_alert, sync_url
 
 TITLE = "Reward models"

@@ -19,8 +19,8 @@ from app.model_jobs import Failed, SweepView, sweep_tau
 from app.text.reward_model import sweep_intro
 from engines.lm.reward_model import RewardModelSettings, TauSweepRow
 from widgets.downloads import plot_with_downloads
-from widgets.reward_model_plots import sweep_figure
 from widgets.job_view import JobView
+from widgets.reward_model_plots import sweep_figure
 
 
 class TauSweep(pn.viewable.Viewer):

@@ -59,12 +59,12 @@ from engines.token_world_training import (
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation, equation_card
 from widgets.headings import section_heading
+from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import CappedSlider, slider
-from widgets.job_view import JobView
 from widgets.token_world_plots import (
     SLIGHT_NOISE,
     critic_columns,

@@ -59,11 +59,11 @@ from engines.toy_target import (
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
+from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
 from widgets.sliders import slider
-from widgets.job_view import JobView
 from widgets.style import OKABE_ITO
 from widgets.toy_target_plots import (
     COLOURS,
