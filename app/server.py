@@ -50,7 +50,7 @@ import assets
 from app import limits, ready_pages
 from app.freed_memory import trim_freed_memory
 from app.pages import COURSE, PageInfo, available_pages
-from app.thumbnails import FOLDER, PICTURES, file_name
+from app.thumbnails import PICTURES, shipped
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG
 
@@ -130,7 +130,8 @@ INDEX_CSS = """
 .fl-index > li { margin: 0 0 0.8em; }
 .fl-entry { display: flex; flex-wrap: wrap; gap: 0.4em 1em; align-items: flex-start; }
 .fl-entry img { flex: none; border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 4px; }
-.fl-entry-text { flex: 1 1 14em; min-width: 0; align-self: baseline; }  /* the number sits by the title, not the picture's foot */
+.fl-entry-text { flex: 1 1 10em; min-width: 0; align-self: baseline; }  /* the number sits by the title, not the picture's foot */
+@media (max-width: 480px) { .fl-entry img { width: 112px; height: auto; } }  /* a phone keeps the picture beside its text */
 .fl-entry-text a { font-weight: 600; }
 .fl-sections { opacity: 0.75; font-size: 0.9em; }
 .fl-notation { border-collapse: collapse; }
@@ -149,7 +150,7 @@ def picture_html(name: str) -> str:
     """A page's picture (assets/thumbnails/, drawn by `feedback-lab thumbnails`) as an `<img>` with its alt text, the
     file inlined as a data URI; "" for a page without one. Inlined, the index needs no route of its own for them, under
     `feedback-lab serve`, `panel serve` and a proxy alike; the nine files are about 9 KB in all."""
-    path = assets.path(FOLDER, file_name(name))
+    path = shipped(name)
     if name not in PICTURES or not path.is_file():
         return ""
     data = base64.b64encode(path.read_bytes()).decode("ascii")

@@ -23,8 +23,6 @@ import numpy as np
 
 import assets
 
-FOLDER = "thumbnails"
-"""The pictures' folder under assets/."""
 WIDTH, HEIGHT, MARGIN = 160, 96, 8
 """A picture's size and the blank border inside it, in pixels."""
 BLUE, VERMILION, GREEN, GREY = "#0072B2", "#D55E00", "#009E73", "#888888"
@@ -248,8 +246,9 @@ PICTURES = {
 """Every page's picture, by page module name (app/pages)."""
 
 
-def file_name(page: str) -> str:
-    return f"{page}.svg"
+def shipped(page: str) -> Path:
+    """Where the package holds a page's picture (what the index shows)."""
+    return assets.path("thumbnails") / f"{page}.svg"
 
 
 def write_all(out: Path) -> list[Path]:
@@ -257,7 +256,7 @@ def write_all(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for page, picture in PICTURES.items():
-        path = out / file_name(page)
+        path = out / shipped(page).name
         path.write_text(picture.draw(), encoding="utf-8")
         written.append(path)
     return written
@@ -265,11 +264,11 @@ def write_all(out: Path) -> list[Path]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, metavar="DIR",
-                        help=f"folder to write the pictures into (default: the package's assets/{FOLDER}/, which the index shows)")
+                        help="folder to write the pictures into (default: the package's assets/thumbnails/, which the index shows)")
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else assets.path(FOLDER)
+    out = Path(args.out) if args.out else assets.path("thumbnails")
     try:
         written = write_all(out)
     except OSError as error:

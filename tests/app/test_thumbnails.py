@@ -8,7 +8,7 @@ import assets
 from app.cli import main
 from app.pages import COURSE, PAGE_ORDER, available_pages
 from app.server import course_html, route_link
-from app.thumbnails import FOLDER, PICTURES, file_name
+from app.thumbnails import PICTURES, shipped
 
 
 def test_the_shipped_pictures_are_what_the_command_draws_now(tmp_path, capsys):
@@ -16,16 +16,16 @@ def test_the_shipped_pictures_are_what_the_command_draws_now(tmp_path, capsys):
     `feedback-lab thumbnails` has been run and its files committed."""
     assert main(["thumbnails", "--out", str(tmp_path)]) == 0
     assert f"Wrote {len(PICTURES)} pictures into {tmp_path}." in capsys.readouterr().out
-    shipped = assets.path(FOLDER)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in shipped.glob("*.svg"))
+    folder = assets.path("thumbnails")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in folder.glob("*.svg"))
     for drawn in tmp_path.iterdir():
-        assert drawn.read_bytes() == (shipped / drawn.name).read_bytes(), f"{drawn.name} is out of date: run `feedback-lab thumbnails`"
+        assert drawn.read_bytes() == (folder / drawn.name).read_bytes(), f"{drawn.name} is out of date: run `feedback-lab thumbnails`"
 
 
 def test_every_page_has_a_small_well_formed_picture():
     assert set(PICTURES) == set(PAGE_ORDER)
     for name in PAGE_ORDER:
-        path = assets.path(FOLDER, file_name(name))
+        path = shipped(name)
         root = ET.fromstring(path.read_text(encoding="utf-8"))
         assert root.tag == "{http://www.w3.org/2000/svg}svg"
         assert len(root) >= 2  # something drawn, and the axes
