@@ -6,9 +6,10 @@ writes `NAME.svg` for every page of app/pages into DIR (default: the package's a
 index shows, app/server.py). Each picture is computed from the same engine functions as its page, at the
 seeds' settings, and drawn as plain SVG by the few functions below: coordinates rounded to a tenth of a pixel,
 no date, no random ids, so the same engines write the same bytes on every machine and the tests can compare the
-shipped files with a fresh drawing (tests/app/test_thumbnails.py). The pages that train a language model (the
-live run, the reward model) are pictured by their exact small-scale counterpart, computed in a few milliseconds,
-never by a run whose floating-point sums differ from one CPU to another; their alt text says so.
+shipped files with a fresh drawing (tests/app/test_thumbnails.py). The pages that train a language model (the live run, the reward model) are pictured by exact
+computations that take milliseconds, the live run's by gradient ascent on the KL page's small replies and the
+reward model's by its loss function, never by a training run, whose floating-point sums differ from one CPU to
+another; their alt text says what is drawn.
 """
 
 from __future__ import annotations
@@ -143,10 +144,10 @@ def bandit() -> str:
 
     s = BanditSettings()
     b = np.linspace(0.0, 12.0, 49)
-    b_star = float(optimal_baseline(s.means, s.theta))
     variance = exact_total_variance(s.means, s.sd, s.theta, b)
-    return line_picture([Line(b, variance, BLUE)], points=[(b_star, float(exact_total_variance(s.means, s.sd, s.theta, b_star)), VERMILION)],
-                        y_range=(0.0, float(variance.max())))
+    b_star = float(optimal_baseline(s.means, s.theta))
+    lowest = float(exact_total_variance(s.means, s.sd, s.theta, b_star))
+    return line_picture([Line(b, variance, BLUE)], points=[(b_star, lowest, VERMILION)], y_range=(0.0, float(variance.max())))
 
 
 def token_world() -> str:
@@ -186,10 +187,10 @@ def preferences() -> str:
     """Seed 001 section 7: the accuracy ceiling Acc* of the seed's quality gaps 0, 1 and 2 against tau_label."""
     from engines.bradley_terry import accuracy_vs_tau
 
-    taus = np.geomspace(0.05, 10.0, 60)
-    ceiling = accuracy_vs_tau([0.0, 1.0, 2.0], taus)
-    return line_picture([Line(np.log10(taus), ceiling, BLUE)], points=[(float(np.log10(0.5)), float(accuracy_vs_tau([0.0, 1.0, 2.0], [0.5])[0]), VERMILION)],
-                        y_range=(0.5, 1.0))
+    gaps, seed_tau = [0.0, 1.0, 2.0], 0.5
+    taus = np.geomspace(0.05, 10.0, 60)  # drawn against log10(tau), as the page's log axis draws it
+    seed_point = (float(np.log10(seed_tau)), float(accuracy_vs_tau(gaps, [seed_tau])[0]), VERMILION)
+    return line_picture([Line(np.log10(taus), accuracy_vs_tau(gaps, taus), BLUE)], points=[seed_point], y_range=(0.5, 1.0))
 
 
 def reward_model() -> str:
@@ -198,7 +199,8 @@ def reward_model() -> str:
 
     margins = np.linspace(-3.0, 3.0, 49)
     loss = [bt_loss_np([m], [0.0]) for m in margins]
-    return line_picture([Line(margins, loss, BLUE)], points=[(0.0, bt_loss_np([0.0], [0.0]), VERMILION)], y_range=(0.0, max(loss)))
+    tie = (0.0, bt_loss_np([0.0], [0.0]), VERMILION)  # log 2 = 0.693
+    return line_picture([Line(margins, loss, BLUE)], points=[tie], y_range=(0.0, max(loss)))
 
 
 def lab() -> str:
@@ -264,7 +266,8 @@ def write_all(out: Path) -> list[Path]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, metavar="DIR",
-                        help="folder to write the pictures into (default: the package's assets/thumbnails/, which the index shows)")
+                        help="folder to write the pictures into (default: the package's assets/thumbnails/, "
+                             "which the index shows)")
 
 
 def run(args: argparse.Namespace) -> int:
