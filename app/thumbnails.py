@@ -6,10 +6,10 @@ writes `NAME.svg` for every page of app/pages into DIR (default: the package's a
 index shows, app/server.py). Each picture is computed from the same engine functions as its page, at the
 seeds' settings, and drawn as plain SVG by the few functions below: coordinates rounded to a tenth of a pixel,
 no date, no random ids, so the same engines write the same bytes on every machine and the tests can compare the
-shipped files with a fresh drawing (tests/app/test_thumbnails.py). The pages that train a language model (the live run, the reward model) are pictured by exact
-computations that take milliseconds, the live run's by gradient ascent on the KL page's small replies and the
-reward model's by its loss function, never by a training run, whose floating-point sums differ from one CPU to
-another; their alt text says what is drawn.
+shipped files with a fresh drawing (tests/app/test_thumbnails.py). The pages that train a language model (the
+live run, the reward model) are pictured by exact computations that take milliseconds, the live run's by
+gradient ascent on the KL page's small replies and the reward model's by its loss function, never by a training
+run, whose floating-point sums differ from one CPU to another; their alt text says what is drawn.
 """
 
 from __future__ import annotations
