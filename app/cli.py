@@ -9,10 +9,12 @@
     feedback-lab train-reward --pairs FILE --out FILE [--json]
     feedback-lab make-embedded-model [options]
     feedback-lab lab [--out DIR] [--solutions]
+    feedback-lab thumbnails [--out DIR]
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
 `serve` starts the web app (see `app/server.py`) and the Dask cluster its model jobs run on,
-or joins one (see `app/cluster.py`), offering its learners the models of `--models` (see `app/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); the
+or joins one (see `app/cluster.py`), offering its learners the models of `--models` (see `app/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
+`app/thumbnails.py`); the
 others run the language-model work without a browser, writing the same files as the pages.
 Every option of a figure
 or a run is a field of its settings dataclass, with the same default and the same
@@ -40,6 +42,7 @@ COMMANDS = {
     "train-reward": ("app.preferences_cli", "add_train_reward_arguments", "run_train_reward", "train a reward model on pairs"),
     "make-embedded-model": ("app.embedded_model", "add_arguments", "run", "rebuild the embedded language model"),
     "lab": ("app.lab", "add_arguments", "run", "write out the lab's notebook (seed 001's six exercises)"),
+    "thumbnails": ("app.thumbnails", "add_arguments", "run", "draw the index's picture of every page from the engines"),
 }
 """Commands whose modules (torch, transformers) load only when the command runs."""
 

@@ -24,6 +24,8 @@ sessions of each analytic page before their visitors come (app/ready_pages.py, `
 
 from __future__ import annotations
 
+import base64
+import functools
 import gc
 import html
 import logging
@@ -47,7 +49,8 @@ from panel.theme import Bootstrap
 import assets
 from app import limits, ready_pages
 from app.freed_memory import trim_freed_memory
-from app.pages import PageInfo, available_pages
+from app.pages import COURSE, PageInfo, available_pages
+from app.thumbnails import PICTURES, shipped
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG
 
@@ -122,6 +125,14 @@ NOTATION = (
 
 INDEX_CSS = """
 .fl-card-title { font-size: 1.25em; margin: 0.2em 0; }
+.fl-stage { font-size: 1.25em; margin: 0.9em 0 0.3em; }
+.fl-index { margin: 0; padding-left: 2em; }
+.fl-index > li { margin: 0 0 0.8em; }
+.fl-entry { display: flex; flex-wrap: wrap; gap: 0.4em 1em; align-items: flex-start; }
+.fl-entry img { flex: none; border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 4px; }
+.fl-entry-text { flex: 1 1 10em; min-width: 0; align-self: baseline; }  /* the number sits by the title, not the picture's foot */
+@media (max-width: 480px) { .fl-entry img { width: 112px; height: auto; } }  /* a phone keeps the picture beside its text */
+.fl-entry-text a { font-weight: 600; }
 .fl-sections { opacity: 0.75; font-size: 0.9em; }
 .fl-notation { border-collapse: collapse; }
 .fl-notation th, .fl-notation td { padding: 0.2em 0.8em; border-bottom: 1px solid rgba(128, 128, 128, 0.35); text-align: left; vertical-align: top; }
@@ -134,8 +145,42 @@ def notation_html() -> str:
     return f'<table class="fl-notation"><thead><tr><th>Symbol</th><th>Meaning</th></tr></thead><tbody>{rows}</tbody></table>'
 
 
+@functools.cache
+def picture_html(name: str) -> str:
+    """A page's picture (assets/thumbnails/, drawn by `feedback-lab thumbnails`) as an `<img>` with its alt text, the
+    file inlined as a data URI; "" for a page without one. Inlined, the index needs no route of its own for them, under
+    `feedback-lab serve`, `panel serve` and a proxy alike; the nine files are about 9 KB in all."""
+    path = shipped(name)
+    if name not in PICTURES or not path.is_file():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (f'<img src="data:image/svg+xml;base64,{data}" width="160" height="96" '
+            f'alt="{html.escape(PICTURES[name].alt)}">')
+
+
+def course_html(pages: list[PageInfo], link: Callable[[str], str]) -> str:
+    """The course as a path: each stage of `COURSE` a heading, its pages present a numbered entry, with its picture,
+    its title linked, where it is in the texts and its summary; the numbers run on across the stages."""
+    present = {p.name: p for p in pages}
+    parts, number = [], 1
+    for stage, names in COURSE:
+        entries = [present[name] for name in names if name in present]
+        if not entries:
+            continue
+        items = "".join(
+            f'<li><div class="fl-entry">{picture_html(p.name)}<div class="fl-entry-text"><a href="{link(p.route)}">{p.title}</a>'
+            + (f' <span class="fl-sections">({p.sections})</span>' if p.sections else "")
+            + f"<br>{p.summary}</div></div></li>"
+            for p in entries
+        )
+        parts.append(f'<h2 class="fl-stage">{stage}</h2><ol class="fl-index" start="{number}">{items}</ol>')
+        number += len(entries)
+    return "".join(parts)
+
+
 def index_view(pages: list[PageInfo], link: Callable[[str], str]) -> pn.Column:
-    """The index: what the app is, one linked entry per page present in the texts' order, the notation card."""
+    """The index: what the app is, the course as a path (one entry per page present, with its picture), the notation
+    card."""
     intro = pn.pane.Markdown(
         "An explorable of reinforcement learning for language models. Each page takes one idea "
         "of the policy gradient and of learning from preferences, shows its equation, and lets "
@@ -147,12 +192,6 @@ def index_view(pages: list[PageInfo], link: Callable[[str], str]) -> pn.Column:
         "they show; the switch in the header turns those prompts off, in this browser only.",
         sizing_mode="stretch_width",
     )
-    items = "\n".join(
-        f'<li><a href="{link(p.route)}">{p.title}</a>'
-        + (f' <span class="fl-sections">({p.sections})</span>' if p.sections else "")
-        + f": {p.summary}</li>"
-        for p in pages
-    )
     notation = pn.Card(
         pn.pane.HTML(notation_html(), sizing_mode="stretch_width", stylesheets=[INDEX_CSS]),
         # A card's title is an <h3>; under the page's <h1> the next level is <h2> (headings in order).
@@ -160,7 +199,7 @@ def index_view(pages: list[PageInfo], link: Callable[[str], str]) -> pn.Column:
         sizing_mode="stretch_width",
         css_classes=["fl-notation-card"],
     )
-    return pn.Column(intro, pn.pane.HTML(f'<ol class="fl-index">{items}</ol>', sizing_mode="stretch_width", stylesheets=[CSS, INDEX_CSS]), notation)
+    return pn.Column(intro, pn.pane.HTML(course_html(pages, link), sizing_mode="stretch_width", stylesheets=[CSS, INDEX_CSS]), notation)
 
 
 class TemplateBootstrap(Bootstrap):

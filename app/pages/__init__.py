@@ -21,10 +21,19 @@ import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
 
-PAGE_ORDER = ("baselines", "toy_target", "bandit", "token_world", "live_run", "kl", "preferences", "reward_model", "lab")
-"""Every page the app knows, in reading order: each text's own order of sections kept, the two merged
-by topic (the policy gradient and its noise, critics, a language model and its KL penalty, rewards
-learned from comparisons), then the lab's notebook, which exercises module 9 as a whole."""
+COURSE = (
+    ("The policy gradient and its noise", ("baselines", "toy_target", "bandit")),
+    ("Critics: values, TD errors and GAE", ("token_world",)),
+    ("A language model and its KL penalty", ("live_run", "kl")),
+    ("Rewards learned from comparisons", ("preferences", "reward_model")),
+    ("The lab", ("lab",)),
+)
+"""The course as the index lays it out: its stages in reading order, each with its pages. Each text's own order of
+sections is kept and the two are merged by topic (the policy gradient and its noise, critics, a language model and
+its KL penalty, rewards learned from comparisons), then the lab's notebook, which exercises module 9 as a whole."""
+
+PAGE_ORDER = tuple(name for _, names in COURSE for name in names)
+"""Every page the app knows, in reading order (the navigation's and the index's)."""
 
 SECTIONS = {
     "baselines": "Module 9, sections 3 and 4",
