@@ -269,7 +269,7 @@ class LiveRun:
             written = read_jsonl(state.folder / "metrics.jsonl")
             step = written[-1]["step"] if written else 0
             yield replace(state, phase="error",
-                          message=f"{error}: the run stopped at step {step}; {state.folder} holds every step done.")
+                          message=f"{error}: the run stopped at step {step}; the run {state.folder.name} holds every step done.")
         except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:  # e.g. out of memory: the files keep the steps done
             yield replace(state, phase="error", message=str(error) if state.folder is None else f"The run stopped: {error}")
 

@@ -80,11 +80,12 @@ def idle_html(state) -> str:
         text = "No run was started."
     else:
         done = state.metrics[-1]["step"] if state.metrics else 0
-        where = html.escape(str(state.folder))
+        # The run's name, not its path: the room's runs list it by name, and the server's folders are not the class's business.
+        run = html.escape(state.folder.name)
         if done >= state.settings.steps:
-            text = f"Finished: all {done} steps are written to {where}."
+            text = f"Finished: all {done} steps are written to the run {run}."
         else:
-            text = f"Stopped after step {done} of {state.settings.steps}; {where} holds every step done."
+            text = f"Stopped after step {done} of {state.settings.steps}; the run {run} holds every step done."
     return f'<p class="fl-status">{text}</p>'
 
 

@@ -140,7 +140,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.metrics = MetricRow(METRICS)
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
         self.evaluation = RunEvaluation()
-        self.runs_list = RunsTable(runs_frame([], set()), f"The room's runs, in {self.runs_dir}/", COMPARE, self._draw_overlays,
+        self.runs_list = RunsTable(runs_frame([], set()), "The room's runs", COMPARE, self._draw_overlays,
                                    self.refresh_runs, self._download, on_open=self.open_run)
 
         self.param.watch(self._model_changed, "model")

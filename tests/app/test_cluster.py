@@ -373,7 +373,7 @@ def test_a_live_run_whose_worker_is_killed_says_so_keeps_its_steps_and_the_next_
     assert last.phase == "error"
     on_disk = read_run(last.folder)
     assert last.message == ("The worker process running this job died (it was killed or ran out of memory): the run "
-                            f"stopped at step {on_disk.metrics[-1]['step']}; {last.folder} holds every step done.")
+                            f"stopped at step {on_disk.metrics[-1]['step']}; the run {last.folder.name} holds every step done.")
     assert [m["step"] for m in on_disk.metrics] == list(range(1, len(on_disk.metrics) + 1)) and len(on_disk.metrics) >= 3
     assert not on_disk.finished
     after = own(cluster.submit("cpu", "which worker", pid_then_count, 2, 0.0).snapshots())

@@ -32,7 +32,7 @@ def open_tab(page, title: str) -> None:
     page.locator(".bk-tab", has_text=title).click()
 
 
-def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_text, save_screenshot, runs_dir):
+def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_text, runs_dir):
     page = open_page("live-run", TINY)
     assert source_length(page, "metrics") == 0
     button(page, "Start").click()
@@ -56,10 +56,7 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'runs'")
     row = page.locator(".fl-runs .tabulator-row", has_text=folder.name)
     expect(row).to_contain_text("interrupted")
-    open_tab(page, "The newest replies")  # the picture: the reward curve over the replies it was trained on
-    page.wait_for_timeout(300)  # let the plots finish drawing before the picture
-    save_screenshot(page, "live_run")
-    assert console_errors == []
+    assert console_errors == []  # (the page's picture is a whole default run's: python -m bench.story_picture)
 
 
 def test_a_model_the_server_does_not_offer_named_in_a_link_falls_back_with_one_sentence(open_page, console_errors):
