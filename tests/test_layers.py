@@ -18,7 +18,7 @@ LAYERS = (
         "app", "app.cluster", "app.scheduler_upkeep", "app.freed_memory", "app.model_cache", "app.model_jobs",
         "app.runs", "app.shared_runs", "app.offered", "app.limits", "app.results_cache", "app.options",
     )),
-    ("the pages", ("app.pages", "app.text", "app.lab")),
+    ("the pages", ("app.pages", "app.lab")),
     ("the server", ("app.server", "app.ready_pages")),
     ("the command line", ("app.cli", "app.train_lm", "app.preferences_cli", "app.embedded_model", "app.figures")),
     ("the benchmarks", ("bench",)),

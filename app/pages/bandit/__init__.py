@@ -17,8 +17,14 @@ import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
 from app import limits
-from app.results_cache import RESULTS
-from app.text.bandit import (
+from app.pages.bandit.figures import (
+    COLOURS,
+    gradient_figure,
+    histogram_figure,
+    training_figures,
+    variance_figure,
+)
+from app.pages.bandit.text import (
     ARM_CHOICES,
     ARM_EXPLANATION,
     ARM_QUESTION,
@@ -35,6 +41,7 @@ from app.text.bandit import (
     training_table,
     variance_ratio,
 )
+from app.results_cache import RESULTS
 from engines.bandit import (
     BASELINES,
     MEANS,
@@ -50,13 +57,6 @@ from engines.bandit import (
     optimal_baseline,
     summarise_sums,
     training_views,
-)
-from widgets.bandit_plots import (
-    COLOURS,
-    gradient_figure,
-    histogram_figure,
-    training_figures,
-    variance_figure,
 )
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads

@@ -23,7 +23,13 @@ import param
 from bokeh.models import ColumnDataSource, Span
 
 from app import limits
-from app.text.toy_target import (
+from app.pages.toy_target.figures import (
+    COLOURS,
+    hist_figure,
+    scatter_figure,
+    training_figure,
+)
+from app.pages.toy_target.text import (
     EQUATION,
     INTRO,
     NOTICE,
@@ -65,12 +71,6 @@ from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO
-from widgets.toy_target_plots import (
-    COLOURS,
-    hist_figure,
-    scatter_figure,
-    training_figure,
-)
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 

@@ -23,28 +23,28 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d
 
-import app.runs as runs
 from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
 from app.model_cache import MODELS, ModelCache
 from app.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
-from app.pages.reward_model_sweep import TauSweep
-from app.text.reward_model import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
+from app.pages.reward_model.figures import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
+                                        probe_table)
+from app.pages.reward_model.pairs_files import PairsFiles
+from app.pages.reward_model.preference_html import pair_html, pairs_summary, training_summary
+from app.pages.reward_model.sweep import TauSweep
+from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
                                     TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text)
+import app.runs as runs
 from engines.bradley_terry import bt_prob, oracle_accuracy
-from engines.lm.settings import EMBEDDED
 from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, relabel
 from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel
+from engines.lm.settings import EMBEDDED
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.pairs_files import PairsFiles
 from widgets.predict import PredictionCard, session_guide
-from widgets.preference_html import pair_html, pairs_summary, training_summary
-from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
-                                        probe_table)
 from widgets.sections import LazySections
 from widgets.sliders import slider
 from widgets.url_state import notice_alert, sync_url

@@ -28,7 +28,8 @@ from app.model_jobs import (
     live_runs,
     run_source,
 )
-from app.text.kl import (
+from app.pages.kl.figures import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
+from app.pages.kl.text import (
     BEST_WORD,
     COLLAPSE_CHOICES,
     COLLAPSE_QUESTION,
@@ -66,7 +67,6 @@ from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
-from widgets.kl_plots import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
