@@ -95,7 +95,11 @@ class SettingsControls:
 
     @property
     def names(self) -> list[str]:
-        """The controls' names on the page (and in its link), in the order they are declared."""
+        """The controls' names on the page (and in its link), in the order they are declared.
+
+        Param names a parameter when its class is made: read them in a method, not in the class body."""
+        if any(parameter.name is None for parameter, _ in self.made):
+            raise RuntimeError("a control has no name yet: read `names` once the page's class is made")
         return [parameter.name for parameter, _ in self.made]
 
     def settings(self, page: param.Parameterized, **fixed):

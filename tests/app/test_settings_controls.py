@@ -57,6 +57,12 @@ def test_the_names_are_the_pages_in_declaration_order_and_the_settings_come_back
     assert RECIPE.values(Recipe(steps=9, lr=0.1, kind="b", seed=3)) == {"steps": 9, "lr": 0.1, "kind": "b", "train_seed": 3}
 
 
+def test_the_names_are_read_once_the_class_is_made():
+    kit = SettingsControls(Recipe)
+    with pytest.raises(RuntimeError, match="once the page's class is made"):
+        type("Unmade", (param.Parameterized,), {"steps": kit.integer("steps", "Steps"), "names": kit.names})
+
+
 def test_the_engines_sentence_refuses_settings_it_does_not_allow():
     with pytest.raises(ValueError, match="steps must be at least 1, got 0"):
         RECIPE.settings(Page(), steps=0)
