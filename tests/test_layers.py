@@ -18,7 +18,7 @@ LAYERS = (
         "app", "app.cluster", "app.scheduler_upkeep", "app.freed_memory", "app.model_cache", "app.model_jobs",
         "app.runs", "app.shared_runs", "app.offered", "app.limits", "app.results_cache", "app.options",
     )),
-    ("the pages", ("app.pages", "app.text", "app.lab")),
+    ("the pages", ("app.pages", "app.lab")),
     ("the server", ("app.server", "app.ready_pages")),
     ("the command line", ("app.cli", "app.train_lm", "app.preferences_cli", "app.embedded_model", "app.figures")),
     ("the benchmarks", ("bench",)),
@@ -69,13 +69,13 @@ def test_planted_climbs_are_caught():
     planted = {
         "widgets.streaming": "app.model_jobs",  # a widget reaching into app's model jobs
         "app.model_jobs": "app.preferences_cli",  # a model job borrowing from the command line
-        "app.text.live_run": "app.train_lm",  # a page's text borrowing from the command line
-        "engines.lm.results": "widgets.run_html",  # an engine importing a page piece
+        "app.pages.live_run.text": "app.train_lm",  # a page's text borrowing from the command line
+        "engines.lm.results": "widgets.downloads",  # an engine importing a widget
     }
     assert climbs(EDGES | {m: EDGES[m] | {target} for m, target in planted.items()}) == [
         "app.model_jobs (model jobs and what the pages share) imports app.preferences_cli (the command line)",
-        "app.text.live_run (the pages) imports app.train_lm (the command line)",
-        "engines.lm.results (the engines) imports widgets.run_html (the widgets)",
+        "app.pages.live_run.text (the pages) imports app.train_lm (the command line)",
+        "engines.lm.results (the engines) imports widgets.downloads (the widgets)",
         "widgets.streaming (the widgets) imports app.model_jobs (model jobs and what the pages share)",
     ]
 

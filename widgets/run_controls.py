@@ -12,13 +12,14 @@ import param
 def seed_control(seed: param.Integer) -> pn.Row:
     """An input bound to the page's `seed` parameter and a button that draws a fresh one.
 
-    The seed stays a parameter of the page, so it is in the URL like every other control.
+    The seed stays a parameter of the page, so it is in the URL like every other control. Its label says what
+    it seeds; the parameter's doc (a settings field's docstring, widgets/settings_controls.py) makes no tooltip.
     """
     owner, name = seed.owner, seed.name
     high = (seed.bounds or (0, 999_999))[1] or 999_999
     button = pn.widgets.Button(label="New seed", color="primary", width=100, align="end")
     button.on_click(lambda _event: setattr(owner, name, secrets.randbelow(min(high, 999_999) + 1)))
-    return pn.Row(pn.widgets.IntInput.from_param(seed, width=140), button)
+    return pn.Row(pn.widgets.IntInput.from_param(seed, width=140, description=None), button)
 
 
 class RunControls(pn.viewable.Viewer):

@@ -1,6 +1,7 @@
-"""The pages of the app, one module each, and the frame they share.
+"""The pages of the app, one package each, and the frame they share.
 
-A page is a module `app/pages/NAME.py` with
+A page is a package `app/pages/NAME/` (or, for a page of a few lines, a module `app/pages/NAME.py`) whose
+`__init__` has
     TITLE    the page's title (navigation and index),
     SUMMARY  one sentence for the index,
     a `pn.viewable.Viewer` subclass: typed, bounded `param` fields are its controls,
@@ -9,9 +10,10 @@ A page is a module `app/pages/NAME.py` with
 and, if its first view is a function of its controls alone (no run files, no job), may say
     READY_AHEAD = True   its sessions may be built before they are asked for (app/ready_pages.py).
 NAME is listed in PAGE_ORDER; its route is /NAME with "_" written "-". A page whose
-module is absent simply has no route, link or index entry. A module not in PAGE_ORDER is a
-piece of the one page its name begins with (reward_model_sweep.py, the reward-models page's
-τ sweep), kept beside it rather than among the reusable widgets.
+module is absent simply has no route, link or index entry. Beside the view, the package holds
+the page's words (text.py), its figures (figures.py) and any piece that serves this page alone
+(the reward-models page's τ sweep, sweep.py): what a page is made of is found in one folder.
+Its controls come from its engine's settings dataclass (widgets/settings_controls.py).
 """
 
 from __future__ import annotations

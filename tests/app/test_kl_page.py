@@ -9,7 +9,7 @@ import pytest
 
 from app.model_jobs import LM_BETAS, LM_SOURCE
 from app.pages.kl import FRONTIER_BETAS, KLPage, beta_of, page, reference_without, reply_space
-from app.text.kl import contains_best, probability_text, source_label
+from app.pages.kl.text import contains_best, probability_text, source_label
 from engines.kl_optimal import (
     REFERENCE,
     ReplySpaceSettings,
@@ -139,7 +139,7 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
 
 
 def test_the_predictions_guard_the_frontier_and_the_zero_panel():
-    from app.text.kl import collapse_text, never_written_text
+    from app.pages.kl.text import collapse_text, never_written_text
 
     pg = page(query={})
     pg.__panel__()

@@ -23,10 +23,10 @@ from app.runs import REWARD_MODELS, RunWriter, read_run
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
-from widgets import run_evaluation
-from widgets.run_evaluation import RunEvaluation
-from widgets.run_html import RATIO_PALETTE, ratio_colours
-from widgets.run_status import status_html
+from app.pages.live_run import evaluation as run_evaluation
+from app.pages.live_run.evaluation import RunEvaluation
+from app.pages.live_run.replies import RATIO_PALETTE, ratio_colours
+from app.pages.live_run.status import status_html
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
 """A run of a second or two on two shared cores: evaluations at steps 0, 2 and 3."""
@@ -85,38 +85,38 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     assert run.config["settings"]["T"] == 8 and run.config["learning_rate"] == default_lr("embedded")
     # The curves are the files' numbers, step by step.
     for key in ("step", "reward", "p_positive", "kl", "entropy"):
-        assert list(pg.curves.steps.data[key]) == [m[key] for m in run.metrics]
+        assert list(pg.display.curves.steps.data[key]) == [m[key] for m in run.metrics]
     for key in ("step", "reward", "kl_exact", "distinct_1", "distinct_2"):
-        assert list(pg.curves.evals.data[key]) == [e[key] for e in run.evals]
-    assert pg.metrics.values()["reward"] == pytest.approx(run.metrics[-1]["reward"])
+        assert list(pg.display.curves.evals.data[key]) == [e[key] for e in run.evals]
+    assert pg.display.metrics.values()["reward"] == pytest.approx(run.metrics[-1]["reward"])
     # The newest replies: step 3's, as samples.jsonl has them, each token shaded by its log-ratio.
     sample = run.samples[-1]["samples"][0]
     for token, ratio in zip(sample["tokens"], sample["log_ratio"]):
         background, _ = ratio_colours(ratio)
-        assert f"background:{background}" in pg.samples.object
+        assert f"background:{background}" in pg.display.samples.object
     # The evaluation table and the seed's [eval] lines.
     state = pg._state
-    assert pg.evaluation.lines.object.count("[eval ") == 3 and "[eval end] 2 held-out prompts x 2: reward" in pg.evaluation.lines.object
-    assert pg.evaluation.lines.object.startswith('<pre class="fl-lines">[eval start] 2 held-out prompts x 2: reward')
-    assert pg.evaluation.table.object.count("<tr>") == 4 and f"{run.evals[-1]['distinct_1']:.3f}" in pg.evaluation.table.object
+    assert pg.display.evaluation.lines.object.count("[eval ") == 3 and "[eval end] 2 held-out prompts x 2: reward" in pg.display.evaluation.lines.object
+    assert pg.display.evaluation.lines.object.startswith('<pre class="fl-lines">[eval start] 2 held-out prompts x 2: reward')
+    assert pg.display.evaluation.table.object.count("<tr>") == 4 and f"{run.evals[-1]['distinct_1']:.3f}" in pg.display.evaluation.table.object
     # The worked example of any held-out reply of the latest evaluation, as the engine computes it.
-    assert len(pg.evaluation.choice.options) == 4
-    pg.evaluation.choice.value = 3
+    assert len(pg.display.evaluation.choice.options) == 4
+    pg.display.evaluation.choice.value = 3
     ex = worked_example(state.eval_results[-1], 3)
-    assert f"{ex.G[0]:+.3f}" in pg.evaluation.example.object and f"{ex.log_ratio[-1]:+.3f}" in pg.evaluation.example.object
+    assert f"{ex.G[0]:+.3f}" in pg.display.evaluation.example.object and f"{ex.log_ratio[-1]:+.3f}" in pg.display.evaluation.example.object
     assert ex.G[0] == pytest.approx(ex.R - 0.05 * ex.log_ratio.sum(), abs=1e-5)
-    assert "= G_0" in pg.evaluation.example.object
+    assert "= G_0" in pg.display.evaluation.example.object
     # Each evaluation shown computes the worked example once: the chosen reply kept, or the first one chosen.
     computed = []
     monkeypatch.setattr(run_evaluation, "worked_example", lambda result, i: computed.append(i) or worked_example(result, i))
-    pg.evaluation.show(run.evals, state.eval_results, state.settings)
+    pg.display.evaluation.show(run.evals, state.eval_results, state.settings)
     fresh = RunEvaluation()
     fresh.show(run.evals, state.eval_results, state.settings)
-    assert computed == [3, 0] and pg.evaluation.choice.value == 3 and fresh.choice.value == 0
+    assert computed == [3, 0] and pg.display.evaluation.choice.value == 3 and fresh.choice.value == 0
     # The run is listed, finished.
     assert list(pg.runs_list.table.value["run"]) == [folder.name]
     assert list(pg.runs_list.table.value["status"]) == ["finished"]
-    assert "Finished: all 3 steps" in pg.status.object
+    assert "Finished: all 3 steps" in pg.display.status.object
 
 
 def test_a_waiting_run_says_its_place_once_known_and_never_none():
@@ -136,10 +136,10 @@ def test_queue_pause_resume_stop(tmp_path):
         wait_for(lambda: a.phase == "running")
         a.pause()
         wait_for(lambda: a.phase == "paused")
-        assert a.job.pause_buttons[0].disabled and not a.job.pause_buttons[1].disabled and "Paused after step" in a.status.object
+        assert a.job.pause_buttons[0].disabled and not a.job.pause_buttons[1].disabled and "Paused after step" in a.display.status.object
         b.start()
         # Its place is known once the scheduler has handed the job to the worker (until then it waits without a number).
-        wait_for(lambda: b.phase == "queued" and "number 1 in line" in b.status.object)
+        wait_for(lambda: b.phase == "queued" and "number 1 in line" in b.display.status.object)
         wait_for(lambda: "1 waiting" in a.queue_line.object)  # every page sees the line
         b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
         b.job.run.join(10)
@@ -152,10 +152,10 @@ def test_queue_pause_resume_stop(tmp_path):
         a.job.run.join(30)
         run = read_run(next(tmp_path.iterdir()))
         assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
-        assert list(a.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
+        assert list(a.display.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
         assert list(a.runs_list.table.value["status"]) == ["interrupted"]
         wait_for(lambda: cluster.overview() == [])
-        assert "Stopped after step" in a.status.object and a.phase == "idle"
+        assert "Stopped after step" in a.display.status.object and a.phase == "idle"
     finally:
         for pg in (a, b):  # a paused run left behind would hold the device for every later test
             pg.close()
@@ -179,7 +179,7 @@ def test_a_hub_model_or_reward_offline_gives_one_sentence_and_the_page_stays_usa
     pg = tiny_page(tmp_path, **query)
     pg.start()
     pg.job.run.join(60)
-    assert pg.job.notice.visible and pg.job.notice.object == sentence and not pg.download_bar.visible
+    assert pg.job.notice.visible and pg.job.notice.object == sentence and not pg.display.download_bar.visible
     assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
 
 
@@ -205,10 +205,10 @@ def test_earlier_runs_overlay_the_curves_and_download(tmp_path):
     assert list(pg.runs_list.table.value["status"]) == ["finished", "interrupted", "finished"]
     assert list(pg.runs_list.table.value["β"]) == [0.0, 0.05, 0.2]
     pg.runs_list.table.selection = [0, 1, 2]  # the seed's runs 1 to 3
-    assert pg.curves.overlay_steps.data["reward"] == [[1, 2, 3], [1, 1.5], [1, 1.2, 1.3]]
-    assert pg.curves.overlay_steps.data["xs"] == [[1, 2, 3], [1, 2], [1, 2, 3]]
-    assert pg.curves.overlay_evals.data["distinct_1"] == [[0.5], [0.5], [0.5]]
-    assert len(set(pg.curves.overlay_steps.data["colour"])) == 3 and "run-beta0.05" in pg.curves.legend.object
+    assert pg.display.curves.overlay_steps.data["reward"] == [[1, 2, 3], [1, 1.5], [1, 1.2, 1.3]]
+    assert pg.display.curves.overlay_steps.data["xs"] == [[1, 2, 3], [1, 2], [1, 2, 3]]
+    assert pg.display.curves.overlay_evals.data["distinct_1"] == [[0.5], [0.5], [0.5]]
+    assert len(set(pg.display.curves.overlay_steps.data["colour"])) == 3 and "run-beta0.05" in pg.display.curves.legend.object
     with zipfile.ZipFile(io.BytesIO(pg._download().read())) as archive:
         names = set(archive.namelist())
     assert {f"{f.name}/{n}" for f in folders for n in ("config.json", "metrics.jsonl", "samples.jsonl", "eval.jsonl")} == names
@@ -229,7 +229,7 @@ def test_token_shading_is_a_symmetric_diverging_scale():
 def test_sessions_do_not_share_state(tmp_path):
     first, second = tiny_page(tmp_path), tiny_page(tmp_path)
     first.beta = 0.2
-    assert second.beta == 0.05 and first.curves.steps is not second.curves.steps
+    assert second.beta == 0.05 and first.display.curves.steps is not second.display.curves.steps
 
 
 # ----------------------------------------------------------------------------- a learned reward and its gold score
@@ -256,9 +256,9 @@ def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folde
     options = pg._widgets()["reward"].options
     assert options["learned: rm.pt"] == f"reward-model:{tmp_path / REWARD_MODELS / 'rm.pt'}"
     pg.reward = options["learned: rm.pt"]
-    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.curves.reward.yaxis.axis_label
+    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.display.curves.reward.yaxis.axis_label
     pg.section = "curves"  # the other curves, made when first shown, name the reward in force too
-    assert "gold" in pg.curves.others[-1].yaxis.axis_label
+    assert "gold" in pg.display.curves.others[-1].yaxis.axis_label
     (tmp_path / REWARD_MODELS / "rm.pt").unlink()
     pg.refresh_runs()  # gone from the folder: gone from the list, and the reward falls back to the default
     assert pg.reward == "vader" and "learned: rm.pt" not in pg._widgets()["reward"].options
@@ -276,30 +276,30 @@ def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over
     run = read_run(folder)
     assert run.config["settings"]["prompt_set"] == "feelings" and run.finished
     # The curves hold the files' gold scores beside the learned reward, step by step and at each evaluation.
-    assert list(pg.curves.steps.data["gold"]) == [m["gold"] for m in run.metrics] and all(map(math.isfinite, pg.curves.steps.data["gold"]))
-    assert list(pg.curves.evals.data["gold"]) == [e["gold"] for e in run.evals]
-    assert list(pg.curves.steps.data["reward"]) == [m["reward"] for m in run.metrics]
+    assert list(pg.display.curves.steps.data["gold"]) == [m["gold"] for m in run.metrics] and all(map(math.isfinite, pg.display.curves.steps.data["gold"]))
+    assert list(pg.display.curves.evals.data["gold"]) == [e["gold"] for e in run.evals]
+    assert list(pg.display.curves.steps.data["reward"]) == [m["reward"] for m in run.metrics]
     # Drawn: dashed over the steps, and over the KL (the held-out evaluations' exact KL on x).
-    gold = pg.curves.reward.select_one({"name": "gold"})
-    assert gold.data_source is pg.curves.steps and gold.glyph.y == "gold" and gold.glyph.line_dash == [6]
+    gold = pg.display.curves.reward.select_one({"name": "gold"})
+    assert gold.data_source is pg.display.curves.steps and gold.glyph.y == "gold" and gold.glyph.line_dash == [6]
     pg.section = "curves"  # opened after the run: its figures draw what the sources already hold
-    over_kl = pg.curves.others[-1].select_one({"name": "gold_over_kl"})
-    assert over_kl.data_source is pg.curves.evals and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
-    assert "<th>gold</th>" in pg.evaluation.table.object and "dashed: the gold score" in pg.curves.legend.object
+    over_kl = pg.display.curves.others[-1].select_one({"name": "gold_over_kl"})
+    assert over_kl.data_source is pg.display.curves.evals and (over_kl.glyph.x, over_kl.glyph.y) == ("kl_exact", "gold")
+    assert "<th>gold</th>" in pg.display.evaluation.table.object and "dashed: the gold score" in pg.display.curves.legend.object
     assert list(pg.runs_list.table.value["gold"]) == [round(run.evals[-1]["gold"], 2)]
     # The run overlaid later draws its gold too.
     pg.runs_list.table.selection = [0]
-    assert pg.curves.overlay_steps.data["gold"] == [[m["gold"] for m in run.metrics]]
-    assert pg.curves.overlay_evals.data["gold"] == [[e["gold"] for e in run.evals]]
-    assert pg.curves.overlay_evals.data["kl_xs"] == [[e["kl_exact"] for e in run.evals]]
+    assert pg.display.curves.overlay_steps.data["gold"] == [[m["gold"] for m in run.metrics]]
+    assert pg.display.curves.overlay_evals.data["gold"] == [[e["gold"] for e in run.evals]]
+    assert pg.display.curves.overlay_evals.data["kl_xs"] == [[e["kl_exact"] for e in run.evals]]
 
 
 def test_an_overlaid_run_without_a_gold_score_draws_none(tmp_path):
     fake_run(tmp_path, 0.0, [1, 2])
     pg = tiny_page(tmp_path)
     pg.runs_list.table.selection = [0]
-    assert all(math.isnan(g) for g in pg.curves.overlay_steps.data["gold"][0]) and len(pg.curves.overlay_steps.data["gold"][0]) == 2
-    assert "dashed" not in pg.curves.legend.object and math.isnan(pg.runs_list.table.value["gold"][0])
+    assert all(math.isnan(g) for g in pg.display.curves.overlay_steps.data["gold"][0]) and len(pg.display.curves.overlay_steps.data["gold"][0]) == 2
+    assert "dashed" not in pg.display.curves.legend.object and math.isnan(pg.runs_list.table.value["gold"][0])
 
 
 # ----------------------------------------------------------------------------- a hub model that must be downloaded
@@ -344,14 +344,14 @@ def test_a_hub_model_not_on_this_machine_shows_its_size_and_a_progress_bar_then_
     pg = tiny_page(runs, model="feedback-lab-tests/tiny-gpt2")
     pg.start()
     assert hub.halfway.wait(60)
-    wait_for(lambda: pg.phase == "downloading" and pg.download_bar.value > 0)
+    wait_for(lambda: pg.phase == "downloading" and pg.display.download_bar.value > 0)
     size = sum(hub.files[n] for n in hub.asked)
     assert hub.asked == sorted(n for n in hub.files if n != "README.md")  # weights, config, tokenizer; not README, TF or ONNX
-    assert f"feedback-lab-tests/tiny-gpt2: {size / 1e6:.1f} MB to download" in pg.status.object
-    assert pg.download_bar.visible and pg.download_bar.value == pg.download_bar.max * (size // 2) // size
+    assert f"feedback-lab-tests/tiny-gpt2: {size / 1e6:.1f} MB to download" in pg.display.status.object
+    assert pg.display.download_bar.visible and pg.display.download_bar.value == pg.display.download_bar.max * (size // 2) // size
     hub.go_on.set()
     pg.job.run.join(120)
-    assert pg.phase == "idle" and not pg.job.notice.visible and not pg.download_bar.visible
+    assert pg.phase == "idle" and not pg.job.notice.visible and not pg.display.download_bar.visible
     (folder,) = runs.iterdir()
     assert read_run(folder).finished and read_run(folder).config["settings"]["model"] == "feedback-lab-tests/tiny-gpt2"
 
@@ -429,9 +429,9 @@ def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(t
 def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_path):
     pg = tiny_page(tmp_path)
     pg.__panel__()  # the page drawn, as a visit draws it
-    assert pg.sections.opened == {"samples"} and pg.curves.others == []  # a visit builds the newest replies only
+    assert pg.sections.opened == {"samples"} and pg.display.curves.others == []  # a visit builds the newest replies only
     pg.section = "curves"
-    assert len(pg.curves.others) == 5 and pg.sections.tabs.active == 1
+    assert len(pg.display.curves.others) == 5 and pg.sections.tabs.active == 1
     linked = tiny_page(tmp_path, section="runs")  # a link opens its section
     linked.__panel__()
     assert linked.sections.opened == {"runs"} and linked.sections.tabs.active == 3

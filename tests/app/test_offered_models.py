@@ -275,9 +275,9 @@ def test_a_stopped_download_stops_and_the_next_waits_for_the_one_before_it(monke
     hub = Hub(monkeypatch, {"owner/slow": weights(200), "owner/other": weights(3)}, pause=0.05)
     offer(models=("embedded", "owner/slow", "owner/other"))
     first = start_download(tmp_path, "owner/slow")
-    wait_for(lambda: first.phase == "downloading" and first.download_bar.value > 0)
+    wait_for(lambda: first.phase == "downloading" and first.display.download_bar.value > 0)
     second = start_download(tmp_path, "owner/other")
-    wait_for(lambda: "Another download on this server comes first" in second.status.object)
+    wait_for(lambda: "Another download on this server comes first" in second.display.status.object)
     assert hub.downloading == ["owner/slow"]
     first.stop()
     first.job.run.join(30)

@@ -19,7 +19,7 @@ from app.pages import PAGE_ORDER, available_pages
 from app.server import index_view, nav_html, query_link, route_link, routes
 from widgets.downloads import source_csv
 from widgets.streaming import StreamingRun
-from widgets.streaming_curve import StreamingCurve
+from app.pages.token_world.streaming_curve import StreamingCurve
 from widgets.url_state import parse_query
 
 

@@ -15,7 +15,7 @@ from app.model_jobs import LiveRun, run_steps
 from app.pages.live_run import LiveRunPage
 from app.runs import list_runs, read_run, wall_pace
 from app.shared_runs import CLASS_RUNS, newest_steps, replay, run_key, start_estimate
-from app.text.live_run import FINISHED, JOINED
+from app.pages.live_run.text import FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count
 
@@ -35,7 +35,7 @@ def tiny_page(runs_dir, steps: int, **query) -> LiveRunPage:
 
 
 def shown_steps(pg: LiveRunPage) -> list:
-    return list(pg.curves.steps.data["step"])
+    return list(pg.display.curves.steps.data["step"])
 
 
 def no_job_left():
@@ -63,9 +63,9 @@ def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_
         (folder,) = tmp_path.iterdir()
         run = read_run(folder)
         assert run.finished and shown_steps(first) == shown_steps(second) == list(range(1, 13))
-        assert list(first.curves.steps.data["reward"]) == list(second.curves.steps.data["reward"]) == [m["reward"] for m in run.metrics]
-        assert first.samples.object == second.samples.object
-        assert "Finished: all 12 steps" in first.status.object and "Finished: all 12 steps" in second.status.object
+        assert list(first.display.curves.steps.data["reward"]) == list(second.display.curves.steps.data["reward"]) == [m["reward"] for m in run.metrics]
+        assert first.display.samples.object == second.display.samples.object
+        assert "Finished: all 12 steps" in first.display.status.object and "Finished: all 12 steps" in second.display.status.object
     finally:
         first.close()
         second.close()
@@ -81,10 +81,10 @@ def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at
     later.start()
     later.job.run.join(10)
     assert FINISHED.format(run=folder.name) in later.shared_line.object
-    assert shown_steps(later) == shown_steps(trained) == [1, 2, 3, 4] and later.samples.object == trained.samples.object
-    assert list(later.curves.evals.data["kl_exact"]) == list(trained.curves.evals.data["kl_exact"])
-    assert later.evaluation.lines.object == trained.evaluation.lines.object  # the seed's [eval] lines, from eval.jsonl
-    assert "Finished: all 4 steps" in later.status.object and list(tmp_path.iterdir()) == [folder]  # nothing trained again
+    assert shown_steps(later) == shown_steps(trained) == [1, 2, 3, 4] and later.display.samples.object == trained.display.samples.object
+    assert list(later.display.curves.evals.data["kl_exact"]) == list(trained.display.curves.evals.data["kl_exact"])
+    assert later.display.evaluation.lines.object == trained.display.evaluation.lines.object  # the seed's [eval] lines, from eval.jsonl
+    assert "Finished: all 4 steps" in later.display.status.object and list(tmp_path.iterdir()) == [folder]  # nothing trained again
     # At its pace: the steps come one after another, each after the seconds it took to train.
     run, started = read_run(folder), time.monotonic()
     states = list(replay(run, at_pace=True))
@@ -114,7 +114,7 @@ def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_p
         (folder,) = tmp_path.iterdir()
         run = read_run(folder)
         assert not run.finished and shown_steps(b) == [m["step"] for m in run.metrics]
-        assert "Stopped after step" in b.status.object
+        assert "Stopped after step" in b.display.status.object
         no_job_left()
         c.start()  # the stopped run is not joined: a new one starts
         assert not c.shared_line.visible
@@ -243,7 +243,7 @@ def test_a_run_waiting_for_its_device_says_when_it_should_start(tmp_path):
         a.start()
         wait_for(lambda: len(a._state.metrics) >= 3)
         b.start()
-        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.status.object)
+        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.display.status.object)
         (running,) = [r for r in CLASS_RUNS.training(tmp_path) if r.settings.steps == 400]
         left = 400 - running.state.step
         said, pace = b._state.starts_in, wall_pace(list(running.state.metrics[-30:]))
@@ -284,7 +284,7 @@ def test_a_run_another_web_process_trains_is_watched_from_its_files(tmp_path):
         pg.job.run.join(60)
         (folder,) = tmp_path.iterdir()
         assert shown_steps(pg) == list(range(1, 31)) == [m["step"] for m in read_run(folder).metrics]
-        assert "Finished: all 30 steps" in pg.status.object
+        assert "Finished: all 30 steps" in pg.display.status.object
     finally:
         states.close()
         pg.close()
@@ -300,7 +300,7 @@ def test_the_wall_clock_pace_counts_the_waits_between_steps():
 
 def test_a_wait_is_said_as_a_person_says_it_and_the_benchmark_reads_it_back():
     from bench.class_runs import WAIT
-    from widgets.run_status import format_wait
+    from app.pages.live_run.status import format_wait
 
     said = {s: format_wait(s) for s in (3, 42, 89, 151, 180, 599, 1000)}
     assert said == {3: "5 s", 42: "40 s", 89: "90 s", 151: "2 min 30 s", 180: "3 min", 599: "10 min", 1000: "17 min"}

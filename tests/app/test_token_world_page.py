@@ -21,7 +21,7 @@ from engines.token_world import (
     token_values,
 )
 from engines.token_world_training import train_token_world
-from widgets.token_world_plots import critic_columns
+from app.pages.token_world.figures import critic_columns
 
 
 def test_default_page_shows_the_seed_world():

@@ -5,7 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from app.pages.kl import beta_of, reply_space
-from app.text.kl import summary_text
+from app.pages.kl.text import summary_text
 from engines.kl_optimal import optimal_policy
 
 

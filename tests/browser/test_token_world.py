@@ -5,10 +5,10 @@ import re
 from playwright.sync_api import expect
 
 from app.pages.token_world import TokenWorldPage
-from app.text.token_world import summary_text
+from app.pages.token_world.text import summary_text
 from engines.token_world import TokenWorldSettings, gae_decomposition_exact, token_values
 from engines.token_world_training import train_token_world
-from widgets.token_world_plots import critic_columns
+from app.pages.token_world.figures import critic_columns
 
 
 def expected_sentence(T=6, threshold=4, p_a=0.6, lam=0.95, critic_noise=0.15, gamma=1.0, seed=0):

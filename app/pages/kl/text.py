@@ -2,7 +2,7 @@
 
 Everything here is text about seed 000 section 6.12 (the best policy under reward minus beta KL,
 pi*(y) = pi_ref(y) exp(r(y) / beta) / Z) and the sampled frontier of the live runs; the numbers
-come from engines/kl_optimal.py, and app/pages/kl.py shows them.
+come from engines/kl_optimal.py, and app/pages/kl/__init__.py shows them.
 """
 
 from __future__ import annotations

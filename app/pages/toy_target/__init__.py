@@ -23,7 +23,13 @@ import param
 from bokeh.models import ColumnDataSource, Span
 
 from app import limits
-from app.text.toy_target import (
+from app.pages.toy_target.figures import (
+    COLOURS,
+    hist_figure,
+    scatter_figure,
+    training_figure,
+)
+from app.pages.toy_target.text import (
     EQUATION,
     INTRO,
     NOTICE,
@@ -63,14 +69,9 @@ from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
+from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO
-from widgets.toy_target_plots import (
-    COLOURS,
-    hist_figure,
-    scatter_figure,
-    training_figure,
-)
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 
@@ -80,13 +81,15 @@ READY_AHEAD = True
 
 T, V = LAB_T, LAB_V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
+TASK = SettingsControls(ToyTargetSettings)
+"""The experiment's and the training's controls (engines/toy_target.py); T and V are the lab's."""
 
 
 class ToyTargetPage(pn.viewable.Viewer):
     """Batch size, batches, estimator, coordinate, seeds; estimates, variance table, Figure 2, training."""
 
-    samples = param.Integer(default=16, bounds=(2, 64), label="Batch size N (responses per estimate)")
-    batches = param.Integer(default=500, bounds=(50, 2000), step=50, label="Number of batches (one estimate each)")
+    samples = TASK.integer("samples", "Batch size N (responses per estimate)", bounds=(2, 64))
+    batches = TASK.integer("batches", "Number of batches (one estimate each)", bounds=(50, 2000), step=50)
     estimator = param.Selector(
         default="loo",
         objects={label: key for key, label in ESTIMATORS.items() if key != "none"},
@@ -95,11 +98,11 @@ class ToyTargetPage(pn.viewable.Viewer):
     t = param.Integer(default=1, bounds=(1, T), label="Position t (step)")
     prev = param.Integer(default=0, bounds=(0, V - 1), label="Previous symbol y_{t−1}")
     symbol = param.Integer(default=6, bounds=(0, V - 1), label="Symbol k (its logit)")
-    target_seed = param.Integer(default=0, bounds=(0, 999_999), label="Target seed")
-    seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed")
-    lr = param.Number(default=10.0, bounds=(0.5, 30.0), step=0.5, label="Learning rate η")
-    seeds = param.Integer(default=8, bounds=(1, 16), label="Training seeds")
-    steps = param.Integer(default=400, bounds=(50, 1000), step=50, label="Training steps")
+    target_seed = TASK.integer("target_seed", "Target seed", bounds=(0, 999_999))
+    seed = TASK.integer("seed", "Seed", bounds=(0, 999_999))
+    lr = TASK.number("lr", "Learning rate η", bounds=(0.5, 30.0), step=0.5)
+    seeds = TASK.integer("seeds", "Training seeds", bounds=(1, 16))
+    steps = TASK.integer("steps", "Training steps", bounds=(50, 1000), step=50)
     section = param.Selector(default="figure2", objects=["figure2", "means", "variance", "training"], label="Section shown")
 
     EXPERIMENT = ("samples", "batches", "target_seed", "seed")
@@ -189,8 +192,7 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     def start_training(self) -> None:
         """Train every seed with and without the baseline afresh; a run under way is cancelled."""
-        settings = ToyTargetSettings(T=T, V=V, target_seed=self.target_seed, samples=self.samples, seeds=self.seeds,
-                                     steps=self.steps, lr=self.lr, seed=self.seed)
+        settings = TASK.settings(self, T=T, V=V)
         estimators = ("none", self.estimator)
         self.training_job.start(lambda: train(settings, estimators, every=5))
 
@@ -315,7 +317,7 @@ class ToyTargetPage(pn.viewable.Viewer):
         experiment = pn.Row(
             slider(self.param.samples, width=300),
             slider(self.param.batches, width=300),
-            pn.widgets.IntInput.from_param(self.param.target_seed, width=140),
+            pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None),
         )
         return pn.Column(
             self.notice,

@@ -18,8 +18,20 @@ import param
 from bokeh.models import ColumnDataSource
 
 from app import limits
-from app.results_cache import RESULTS
-from app.text.token_world import (
+from app.pages.token_world.figures import (
+    SLIGHT_NOISE,
+    critic_columns,
+    decomposition_columns,
+    episode_columns,
+    heat_map,
+    lambda_panels,
+    show_heat_axes,
+    show_lambda_axes,
+    training_curve,
+    training_curve_data,
+    value_cells,
+)
+from app.pages.token_world.text import (
     DECOMPOSITION,
     EPISODE_CSS,
     EQUATION,
@@ -43,6 +55,7 @@ from app.text.token_world import (
     training_note,
     training_table,
 )
+from app.results_cache import RESULTS
 from engines.token_world import (
     TokenWorldSettings,
     gae_decomposition_exact,
@@ -65,19 +78,6 @@ from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import CappedSlider, slider
-from widgets.token_world_plots import (
-    SLIGHT_NOISE,
-    critic_columns,
-    decomposition_columns,
-    episode_columns,
-    heat_map,
-    lambda_panels,
-    show_heat_axes,
-    show_lambda_axes,
-    training_curve,
-    training_curve_data,
-    value_cells,
-)
 from widgets.updates import one_update
 from widgets.url_state import sync_url
 

@@ -17,8 +17,14 @@ import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
 from app import limits
-from app.results_cache import RESULTS
-from app.text.bandit import (
+from app.pages.bandit.figures import (
+    COLOURS,
+    gradient_figure,
+    histogram_figure,
+    training_figures,
+    variance_figure,
+)
+from app.pages.bandit.text import (
     ARM_CHOICES,
     ARM_EXPLANATION,
     ARM_QUESTION,
@@ -35,6 +41,7 @@ from app.text.bandit import (
     training_table,
     variance_ratio,
 )
+from app.results_cache import RESULTS
 from engines.bandit import (
     BASELINES,
     MEANS,
@@ -51,13 +58,6 @@ from engines.bandit import (
     summarise_sums,
     training_views,
 )
-from widgets.bandit_plots import (
-    COLOURS,
-    gradient_figure,
-    histogram_figure,
-    training_figures,
-    variance_figure,
-)
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
@@ -67,6 +67,7 @@ from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
+from widgets.settings_controls import SettingsControls
 from widgets.sliders import labelled_buttons, slider
 from widgets.updates import one_update
 from widgets.url_state import sync_url
@@ -89,8 +90,8 @@ CONTROLS = ("mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "b", "samples",
 """Every control, in the order of the query string."""
 ANALYTIC = {"mu1", "mu2", "mu3", "mu4", "sd", "prefer", "logit", "samples", "seed"}
 """Controls that change the samples (and so every analytic panel)."""
-TRAINING = {"mu1", "mu2", "mu3", "mu4", "sd", "seeds", "steps", "lr", "train_seed"}
-"""Controls of the training run: changing one restarts it."""
+TRAINING = SettingsControls(BanditTrainingSettings)
+"""The training run's controls (engines/bandit.py); they and the arm means restart it when they change."""
 
 
 def theta_of(prefer: int, logit: float) -> tuple[float, ...]:
@@ -110,7 +111,7 @@ class BanditPage(pn.viewable.Viewer):
     mu2 = param.Number(default=MEANS[1], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ2")
     mu3 = param.Number(default=MEANS[2], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ3")
     mu4 = param.Number(default=MEANS[3], bounds=(0.0, 10.0), step=0.5, label="Mean rating μ4")
-    sd = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Rating noise sd")
+    sd = TRAINING.number("sd", "Rating noise sd", bounds=(0.0, 5.0), step=0.1)
     prefer = param.Selector(
         default=0,
         objects={"uniform, θ = 0": 0, **{f"prefers arm {k}": k for k in range(1, K + 1)}},
@@ -121,10 +122,10 @@ class BanditPage(pn.viewable.Viewer):
     samples = param.Integer(default=200_000, bounds=(1_000, 200_000), step=1_000, label="Monte Carlo samples N")
     seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (Monte Carlo)")
     arm = param.Selector(default=4, objects=list(range(1, K + 1)), label="Histogram of coordinate k")
-    seeds = param.Integer(default=200, bounds=(10, 500), step=10, label="Training seeds")
-    steps = param.Integer(default=400, bounds=(10, 2000), step=10, label="Training steps")
-    lr = param.Number(default=0.05, bounds=(0.005, 0.5), step=0.005, label="Learning rate lr")
-    train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
+    seeds = TRAINING.integer("seeds", "Training seeds", bounds=(10, 500), step=10)
+    steps = TRAINING.integer("steps", "Training steps", bounds=(10, 2000), step=10)
+    lr = TRAINING.number("lr", "Learning rate lr", bounds=(0.005, 0.5), step=0.005)
+    train_seed = TRAINING.integer("seed", "Seed (training)", bounds=(0, 999_999))
     section = param.Selector(default="estimates", objects=["estimates", "histogram", "training"], label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, **params):
@@ -208,7 +209,7 @@ class BanditPage(pn.viewable.Viewer):
                 self._update_estimates(sweep=bool(names & ANALYTIC))
             if names & (ANALYTIC | {"b", "arm"}) and "histogram" in self.sections.opened:
                 self._update_histogram()  # (an unopened section's data is computed when it is opened)
-            if names & TRAINING:
+            if names & {"mu1", "mu2", "mu3", "mu4", *TRAINING.names}:
                 self._frame_training()
                 if "training" in self.sections.opened:
                     self.restart_training_soon()
@@ -271,9 +272,7 @@ class BanditPage(pn.viewable.Viewer):
     # -- training, streamed from a worker thread
 
     def training_settings(self) -> BanditTrainingSettings:
-        return BanditTrainingSettings(
-            means=self.means, sd=self.sd, seeds=self.seeds, steps=self.steps, lr=self.lr, seed=self.train_seed, report_steps=(self.steps,)
-        )
+        return TRAINING.settings(self, means=self.means, report_steps=(self.steps,))
 
     def _frame_training(self):
         """Axes that hold the whole run, so the curves fill in without the plot jumping."""

@@ -2,7 +2,7 @@
 
 Everything here is text about seed 001 sections 6 to 8 (pairs labelled by a Bradley-Terry rater,
 equation 12; the ceiling Acc*, equation 13; the pairwise loss, equation 14; the normaliser, equation 15);
-the numbers come from engines/bradley_terry.py and engines/lm/, and app/pages/reward_model.py shows them.
+the numbers come from engines/bradley_terry.py and engines/lm/, and app/pages/reward_model/__init__.py shows them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Each figure reads four ColumnDataSources the page fills: the run's training step
 evaluations (one row each), and the overlaid runs' steps and evaluations (one list per run, with
 its colour). The gold score g of a learned reward model is drawn dashed beside the reward; on the
 reward figure its lines are added (`add_gold`) once a run has one, as a page without it would
-draw nothing there (the column is NaN). `RunCurves` holds a page's four sources, its figures and the legend.
+draw nothing there (the column is NaN). `RunCurves` holds a page's four sources, its figures and the legend;
+`RunDisplay` holds everything the page draws of the run it watches, and draws each of the run's snapshots.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ import panel as pn
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 
+from app.model_jobs import LiveState, run_label
+from app.pages.live_run.evaluation import RunEvaluation
+from app.pages.live_run.replies import CSS as RUN_CSS, ratio_scale_html, samples_html
+from app.pages.live_run.status import CSS as STATUS_CSS, idle_html, status_html
+from app.runs import columns_of, wall_pace
+from app.shared_runs import PACE_STEPS
 from widgets.glyphs import lean_figure
+from widgets.headings import section_heading
+from widgets.metrics import MetricRow
 from widgets.style import OKABE_ITO, plot
 
 LIVE = OKABE_ITO["blue"]
@@ -145,3 +154,51 @@ class RunCurves:
         if gold:
             add_gold(self.reward, self.steps, self.evals, self.overlay_steps)
         self.legend.object = legend_html(labels, colours, gold)
+
+
+class RunDisplay:
+    """The run this tab watches, as the page shows it: the status line, the download bar, the metric row, the curves,
+    the newest replies and the held-out evaluation. `show` draws a snapshot (a LiveState), only its changed parts."""
+
+    def __init__(self, metrics: dict):
+        self.css = STATUS_CSS + CSS + RUN_CSS
+        self.status = pn.pane.HTML(idle_html(None), sizing_mode="stretch_width", stylesheets=[self.css])
+        self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
+                                                   css_classes=["fl-download"])
+        self.metrics = MetricRow(metrics)
+        self.curves = RunCurves(stylesheets=[self.css])
+        self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[self.css])
+        self.evaluation = RunEvaluation()
+        self.shown = (-1, -1)  # the steps and evaluations drawn: a snapshot sends only what is new
+
+    def show(self, state: LiveState) -> None:
+        self.status.object = status_html(state, run_label(state.settings), wall_pace(list(state.metrics[-PACE_STEPS:])))
+        self.download_bar.visible = state.download is not None
+        if state.download is not None:
+            _, done, total = state.download
+            self.download_bar.value = int(self.download_bar.max * done / total) if total else 0
+        if len(state.metrics) != self.shown[0]:
+            self._show_steps(state)
+        if len(state.evals) != self.shown[1]:
+            evals = list(state.evals)
+            self.curves.evals.data = columns_of(evals, EVAL_COLUMNS)
+            self.evaluation.show(evals, state.eval_results, state.settings)
+        self.shown = (len(state.metrics), len(state.evals))
+
+    def _show_steps(self, state: LiveState) -> None:
+        shown = self.shown[0]
+        if 0 <= shown < len(state.metrics):  # the same run, further on: only its new steps travel to the browser
+            self.curves.steps.stream(columns_of(list(state.metrics[shown:]), STEP_COLUMNS))
+        else:
+            self.curves.steps.data = columns_of(list(state.metrics), STEP_COLUMNS)
+        if state.metrics:
+            self.metrics.update(**state.metrics[-1])
+        self.samples.object = samples_html(state.step, state.samples)
+
+    def samples_section(self) -> pn.Column:
+        return pn.Column(
+            section_heading("The newest replies, each token shaded by its log-ratio to the reference"),
+            pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[self.css]),
+            self.samples,
+            sizing_mode="stretch_width",
+        )

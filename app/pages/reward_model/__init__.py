@@ -23,29 +23,30 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d
 
-import app.runs as runs
 from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
 from app.model_cache import MODELS, ModelCache
 from app.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
-from app.pages.reward_model_sweep import TauSweep
-from app.text.reward_model import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
+from app.pages.reward_model.figures import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
+                                        probe_table)
+from app.pages.reward_model.pairs_files import PairsFiles
+from app.pages.reward_model.preference_html import pair_html, pairs_summary, training_summary
+from app.pages.reward_model.sweep import TauSweep
+from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
                                     TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text)
+import app.runs as runs
 from engines.bradley_terry import bt_prob, oracle_accuracy
-from engines.lm.settings import EMBEDDED
-from engines.lm.preferences import TAU_LABEL, PairSettings, PreferencePairs, relabel
+from engines.lm.preferences import PairSettings, PreferencePairs, relabel
 from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel
+from engines.lm.settings import EMBEDDED
 from widgets.debounce import Debounce
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.pairs_files import PairsFiles
 from widgets.predict import PredictionCard, session_guide
-from widgets.preference_html import pair_html, pairs_summary, training_summary
-from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
-                                        probe_table)
 from widgets.sections import LazySections
+from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
 from widgets.url_state import notice_alert, sync_url
 
@@ -62,10 +63,10 @@ GAP_AXIS = np.linspace(-6.0, 6.0, 121)
 """Gold-score gaps g_a - g_b drawn on the equation-12 plot."""
 RESTART_DELAY_MS = 300
 """Quiet time after the last change of a control before generation or training restarts."""
-CONTROLS = ("pairs", "tau_label", "seed", "pair", "steps", "min_count", "train_seed")
-"""Every control of the work, in the order of the query string (then the section shown)."""
-TRAINING = {"steps", "min_count", "train_seed"}
-"""Controls of the reward model's training: changing one retrains it."""
+PAIRS = SettingsControls(PairSettings)
+"""The pairs' controls: how many, the rater's τ_label and the seed (engines/lm/preferences.py)."""
+TRAINER = SettingsControls(RewardModelSettings)
+"""The training's controls (engines/lm/reward_model.py): changing one retrains the reward model."""
 
 # --- the page ---------------------------------------------------------------------------------------------------
 
@@ -73,13 +74,13 @@ TRAINING = {"steps", "min_count", "train_seed"}
 class RewardModelPage(pn.viewable.Viewer):
     """Pairs (generated or loaded), their browser, live training, the readings, the probe, the sweep, saving."""
 
-    pairs = param.Integer(default=PairSettings.pairs, bounds=(50, 5000), step=50, label="Preference pairs")
-    tau_label = param.Number(default=TAU_LABEL, bounds=(0.05, 5.0), step=0.05, label="Label temperature τ_label")
-    seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (pairs and labels)")
+    pairs = PAIRS.integer("pairs", "Preference pairs", bounds=(50, 5000), step=50)
+    tau_label = PAIRS.number("tau_label", "Label temperature τ_label", bounds=(0.05, 5.0), step=0.05)
+    seed = PAIRS.integer("seed", "Seed (pairs and labels)", bounds=(0, 999_999))
     pair = param.Integer(default=0, bounds=(0, 4999), label="Pairs shown from #")
-    steps = param.Integer(default=RewardModelSettings.steps, bounds=(20, 2000), step=10, label="Training steps")
-    min_count = param.Integer(default=RewardModelSettings.min_count, bounds=(1, 10), label="Embedding for tokens seen at least (times)")
-    train_seed = param.Integer(default=0, bounds=(0, 999_999), label="Seed (training)")
+    steps = TRAINER.integer("steps", "Training steps", bounds=(20, 2000), step=10)
+    min_count = TRAINER.integer("min_count", "Embedding for tokens seen at least (times)", bounds=(1, 10))
+    train_seed = TRAINER.integer("seed", "Seed (training)", bounds=(0, 999_999))
     section = param.Selector(default="pairs", objects=["pairs", "training", "sweep"], label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, root: Path | str | None = None,
@@ -127,13 +128,14 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)
         self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.cluster)
-        self.notice = sync_url(self, [*CONTROLS, "section"], query)
+        controls = [*PAIRS.names, "pair", *TRAINER.names]  # the query string's order
+        self.notice = sync_url(self, [*controls, "section"], query)
         self.sections = LazySections(self.param.section, {
             "pairs": ("1. Preference pairs", self._pairs_section),
             "training": ("2. Train the reward model", self._training_section),
             "sweep": ("3. Noisier raters (the stretch)", lambda: self.sweep),
         })
-        self.param.watch(self._changed, list(CONTROLS))  # after the link's values: the first start is the onload one
+        self.param.watch(self._changed, controls)  # after the link's values: the first start is the onload one
         self._update_probability_curve()
         pn.state.onload(self.start_pairs)
 
@@ -148,7 +150,7 @@ class RewardModelPage(pn.viewable.Viewer):
                 self._debounce.soon("pairs", self.start_pairs)
             elif "tau_label" in names and self.base is not None:
                 self._relabel()
-            elif names & TRAINING and self.data is not None:
+            elif names & set(TRAINER.names) and self.data is not None:
                 self._invalidate_model()
                 self._debounce.soon("train", self.start_training)
             if "tau_label" in names:
@@ -159,7 +161,7 @@ class RewardModelPage(pn.viewable.Viewer):
     # -- the pairs
 
     def pair_settings(self) -> PairSettings:
-        return PairSettings(pairs=self.pairs, tau_label=self.tau_label, seed=self.seed)
+        return PAIRS.settings(self)
 
     def start_pairs(self) -> None:
         """Generate the pairs of the current settings (or take them from the server's cache)."""
@@ -256,8 +258,7 @@ class RewardModelPage(pn.viewable.Viewer):
     # -- training
 
     def train_settings(self) -> RewardModelSettings:
-        return RewardModelSettings(steps=self.steps, min_count=self.min_count, seed=self.train_seed,
-                                   eval_every=max(1, self.steps // CURVE_POINTS))
+        return TRAINER.settings(self, eval_every=max(1, self.steps // CURVE_POINTS))
 
     def _invalidate_model(self) -> None:
         """The trained model no longer matches the data or the settings: clear its readings."""
@@ -336,7 +337,7 @@ class RewardModelPage(pn.viewable.Viewer):
 
     def _pairs_section(self):
         return pn.Column(
-            pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160), slider(self.param.tau_label, width=300)),
+            pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160, description=None), slider(self.param.tau_label, width=300)),
             self.pairs_job,
             self.pairs_files,
             self.pairs_text,

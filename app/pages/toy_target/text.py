@@ -2,7 +2,7 @@
 
 Everything here is text about seed 001 sections 2 to 5, Exercise 2 and Figure 2 (REINFORCE on a
 bigram policy whose exact gradient is known by enumeration); the numbers come from
-engines/toy_target.py, and app/pages/toy_target.py shows them.
+engines/toy_target.py, and app/pages/toy_target/__init__.py shows them.
 """
 
 from __future__ import annotations

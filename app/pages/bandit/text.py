@@ -2,7 +2,7 @@
 
 Everything here is text about seed 000 sections 6.4 to 6.7 (REINFORCE on four replies with noisy
 ratings, and what a baseline b does to its variance); the numbers come from engines/bandit.py,
-and app/pages/bandit.py shows them.
+and app/pages/bandit/__init__.py shows them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from engines.bandit import TrainingView, expected_return
 from engines.policy_gradient import softmax
-from widgets.bandit_plots import TRAIN_NAMES
+from app.pages.bandit.figures import TRAIN_NAMES
 
 WHY = (
     "A bandit is the smallest setting in which a policy learns from ratings alone: one prompt, four possible "

@@ -2,7 +2,7 @@
 
 Everything here is text about seed 000 sections 6.8 to 6.10 (values, TD errors delta_t and GAE
 with its lambda); the numbers come from engines/token_world.py and
-engines/token_world_training.py, and app/pages/token_world.py shows them.
+engines/token_world_training.py, and app/pages/token_world/__init__.py shows them.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from bokeh.models import (
 from bokeh.palettes import Viridis256
 
 from engines.token_world_training import training_methods
-from widgets.streaming_curve import StreamingCurve
+from app.pages.token_world.streaming_curve import StreamingCurve
 from widgets.style import OKABE_ITO, plot
 
 CRITICS = ("exact", "slight", "chosen")

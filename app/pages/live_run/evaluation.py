@@ -16,7 +16,7 @@ import panel as pn
 from engines.lm.results import EvalResult, worked_example
 from engines.lm.settings import LMSettings
 from widgets.headings import section_heading
-from widgets.run_html import CSS, eval_lines_html, eval_table_html, worked_example_html
+from app.pages.live_run.replies import CSS, eval_lines_html, eval_table_html, worked_example_html
 
 NO_EXAMPLE = '<p class="fl-caption">The worked example appears after the first evaluation.</p>'
 

@@ -21,14 +21,14 @@ from bokeh.models import ColumnDataSource, CustomJSTickFormatter, Range1d, Span
 from app.cluster import Cluster, told_waiting
 from app.cluster import current as current_cluster
 from app.model_jobs import (
-    FRONTIER_DEFAULTS,
     LM_SOURCE,
     FrontierView,
     frontier_views,
     live_runs,
     run_source,
 )
-from app.text.kl import (
+from app.pages.kl.figures import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
+from app.pages.kl.text import (
     BEST_WORD,
     COLLAPSE_CHOICES,
     COLLAPSE_QUESTION,
@@ -62,14 +62,15 @@ from engines.kl_optimal import (
     optimal_logp,
     optimal_policy,
 )
+from engines.lm.settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
-from widgets.kl_plots import distribution_figures, frontier_figure, lm_figure, pair_figure, run_columns
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, session_guide
 from widgets.sections import LazySections
+from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO
 from widgets.updates import one_update
@@ -78,6 +79,8 @@ from widgets.url_state import sync_url
 TITLE = "What β means: the KL penalty"
 SUMMARY = "The exact optimum of reward minus β·KL on 216 small replies: β is an exchange rate between reward and nats."
 
+FRONTIER = SettingsControls(LMFrontierSettings)
+"""The live section's controls: the sampled frontier's M prompts, m replies and seed (engines/lm/settings.py)."""
 FRONTIER_BETAS = np.geomspace(1e-3, 1e2, 801)
 """The dense beta sweep of the frontier, wider than the slider so both ends are reached."""
 
@@ -122,12 +125,10 @@ class KLPage(pn.viewable.Viewer):
     gap = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Log-odds gap between the two replies")
     lm_source = param.Selector(default=source_label(LM_SOURCE), objects=[source_label(LM_SOURCE)],
                                label="Reference model, reward and replies (the live runs' own)")
-    lm_prompts = param.Integer(default=FRONTIER_DEFAULTS.prompts, bounds=(1, 64), label="Held-out prompts M")
-    lm_samples = param.Integer(default=FRONTIER_DEFAULTS.samples, bounds=(2, 1024), label="Replies m sampled per prompt")
-    lm_seed = param.Integer(default=FRONTIER_DEFAULTS.seed, bounds=(0, 999_999), label="Seed of the samples")
+    lm_prompts = FRONTIER.integer("prompts", "Held-out prompts M", bounds=(1, 64))
+    lm_samples = FRONTIER.integer("samples", "Replies m sampled per prompt", bounds=(2, 1024))
+    lm_seed = FRONTIER.integer("seed", "Seed of the samples", bounds=(0, 999_999))
     section = param.Selector(default="distributions", objects=["distributions", "frontier", "replies", "two", "live"], label="Section shown")
-
-    CONTROLS = ("log_beta", "zero_best", "gap", "lm_source", "lm_prompts", "lm_samples", "lm_seed", "section")
 
     def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
                  cluster: Cluster | None = None, **params):
@@ -183,7 +184,7 @@ class KLPage(pn.viewable.Viewer):
         self._update_space()  # the link's values, applied next, update what depends on them
         self.param.watch(self._changed, ["log_beta", "zero_best", "gap"])
         self.param.watch(self._lm_changed, ["lm_source", "lm_prompts", "lm_samples", "lm_seed"])
-        self.notice = sync_url(self, list(self.CONTROLS), query)
+        self.notice = sync_url(self, ["log_beta", "zero_best", "gap", "lm_source", *FRONTIER.names, "section"], query)
         self._update_beta()
         self._update_two()
         self._draw_runs()
@@ -206,8 +207,9 @@ class KLPage(pn.viewable.Viewer):
     def start_frontier(self) -> None:
         """Sample and score on a worker thread; the plot fills in prompt batch by prompt batch."""
         self.lm_status.object = "<p>Loading the model and the reward…</p>"
-        source, M, m, seed = self.sources[self.lm_source], self.lm_prompts, self.lm_samples, self.lm_seed
-        self.lm_job.start(lambda: frontier_views(source, M, m, seed, self.cluster))
+        source = self.sources[self.lm_source]
+        settings = FRONTIER.settings(self, **source)  # the source's model, reward and replies; M, m and the seed here
+        self.lm_job.start(lambda: frontier_views(source, settings.prompts, settings.samples, settings.seed, self.cluster))
 
     def _show_frontier(self, view: FrontierView) -> None:
         if told_waiting(self.lm_job, view, "The sampling"):
@@ -332,8 +334,8 @@ class KLPage(pn.viewable.Viewer):
             ),
             pn.Row(
                 pn.widgets.Select.from_param(self.param.lm_source, width=520),
-                pn.widgets.IntInput.from_param(self.param.lm_prompts, width=150),
-                pn.widgets.IntInput.from_param(self.param.lm_samples, width=200),
+                pn.widgets.IntInput.from_param(self.param.lm_prompts, width=150, description=None),
+                pn.widgets.IntInput.from_param(self.param.lm_samples, width=200, description=None),
             ),
             self.lm_job,
             self.lm_status,

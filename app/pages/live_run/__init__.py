@@ -1,32 +1,15 @@
 """Live REINFORCE on a language model: seed 000 sections 6.11 and 6.12, run in the browser.
 
-Start a run and watch it happen: each training step samples K replies to each prompt,
-scores them with a sentiment reward, and ascends the REINFORCE estimate with per-token
-shaped rewards r_t = -beta (log pi - log ref) + [t = T-1] R and a leave-one-out baseline
-(engines/lm/reinforce.py). The page draws the reward, P(positive), the KL to the reference,
-the entropy and the held-out distinct-n as the run goes, shades each token of the newest
-replies by its log-ratio to the reference, and shows the seed's held-out `[eval]` table and
-its token-by-token worked example.
+Each training step samples K replies to each prompt, scores them with a sentiment reward (or a reward model saved
+by the reward-models page, whose gold score g is then drawn dashed beside it) and ascends the REINFORCE estimate
+with per-token shaped rewards r_t = -beta (log pi - log ref) + [t = T-1] R and a leave-one-out baseline
+(engines/lm/reinforce.py). The run is a model job on the server's Dask cluster (docs/architecture.md, "A model
+job's life"): learners who start the same settings watch one run, a run that already ran to its end is shown
+from its files, a closed tab leaves its run, and a paused run keeps its place on the device.
 
-The run is a model job (app/model_jobs.py) on the server's Dask cluster: a worker process
-trains it and appends every result to its run folder (app/runs.py) before sending it, so a
-closed tab or a killed server loses at most the step in flight. Runs wait their turn per
-device across the cluster. When a tab closes, its queued run leaves the line and its running
-run stops at the next step boundary: the step in flight is finished and written first, then
-the files are closed, and the run is listed as interrupted. (Closing a tab stops its work, as on every page; and no unwatched run holds the
-device while others wait.) A paused run keeps its place on the device until it is resumed or
-stopped, so a class can pause to read the samples without losing its turn.
-
-The reward may be a reward model saved by the reward-models page (seed 001 sections 6 to 8):
-the run then trains on the lab's feeling prompts and every result carries the gold score g
-of the same replies, drawn dashed beside the learned reward over steps and over the KL to
-the reference (the over-optimisation curve of Gao et al. 2023). A hub model or classifier
-not yet on this machine is sized first and downloaded with a progress bar; offline, one
-sentence says it cannot be fetched. The server's limits (app/limits.py) bound every control.
-
-Below the reward curve, the other curves, the newest replies, the held-out evaluation and the
-list of earlier runs are tabs, each built the first time it is opened (widgets/sections.py):
-the open one is the `section` control, in the link like every other.
+The package holds the page: its controls (made from LMSettings, widgets/settings_controls.py) and view here, its
+words in text.py and status.py, its figures and what it draws of a run in figures.py, replies.py and
+evaluation.py, the room's list of runs in runs_table.py. The server's limits (app/limits.py) bound every control.
 """
 
 from __future__ import annotations
@@ -42,39 +25,36 @@ import param
 
 from app.cluster import Cluster, current as current_cluster
 from app.limits import bound_controls, clamp_query, current as current_limits, limit_sentence
-from app.model_jobs import LiveState, run_label
+from app.model_jobs import LiveState
 from app.offered import current as current_offer, offer_menu, reward_options, start_problem
-from app.runs import RUNS_DIR, RunsFolder, columns_of, is_learned, overlay_columns, runs_frame, wall_pace, zip_runs
-from app.shared_runs import (CLASS_RUNS, PACE_STEPS, SharedRun, find_run, finished_run, follow_folder, replay, run_key, settings_of,
+from app.runs import RUNS_DIR, RunsFolder, is_learned, overlay_columns, runs_frame, zip_runs
+from app.shared_runs import (CLASS_RUNS, SharedRun, find_run, finished_run, follow_folder, replay, run_key, settings_of,
                              trains, training_elsewhere)
-from app.text.live_run import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,
+from app.pages.live_run.text import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,
                                NOTICE, OPENED, PREDICT, RUN_NAME_PATTERN, UNOPENABLE)
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
-from widgets.headings import section_heading
 from widgets.job_view import JobView
-from widgets.metrics import MetricRow
 from widgets.number_box import number_box
 from widgets.run_controls import seed_control
-from widgets.run_curves import CSS as CURVES_CSS, EVAL_COLUMNS, STEP_COLUMNS, RunCurves
-from widgets.run_evaluation import RunEvaluation
-from widgets.run_html import CSS as RUN_CSS, ratio_scale_html, samples_html
-from widgets.run_list import RunsTable
-from widgets.run_status import CSS as STATUS_CSS, idle_html, queue_html, status_html
+from app.pages.live_run.figures import RunDisplay
+from app.pages.live_run.runs_table import RunsTable
+from app.pages.live_run.status import idle_html, queue_html
 from widgets.sections import LazySections
+from widgets.settings_controls import SettingsControls
 from widgets.streaming import deliver, session_document
 from widgets.url_state import sync_url
 
 TITLE = "Live run: REINFORCE on a language model"
 SUMMARY = "Train a language model against a sentiment reward in the browser: reward climbs, KL grows, and without a penalty the replies degrade."
 
+LM = SettingsControls(LMSettings)
+"""The run's controls, made from the engine's settings (the seed's recipe): every control starts from its default."""
 DEFAULTS = LMSettings()
-"""The engine's defaults (the seed's recipe): every control starts from them."""
 KEEP_SAMPLES = DEFAULTS.keep_samples
 """Newest replies kept per step for display (fewer when a step has fewer prompts)."""
 
-CSS = STATUS_CSS + CURVES_CSS + RUN_CSS
 # The runs table is built when its tab first opens, after the browser was sent the page's scripts. Panel sends
 # a component's script with every page once its model is registered (panel.models.tabulator, imported above):
 # without that, a table opened on a fresh server would have no script to draw it.
@@ -86,23 +66,23 @@ CSS = STATUS_CSS + CURVES_CSS + RUN_CSS
 class LiveRunPage(pn.viewable.Viewer):
     """The run's settings; start, pause, resume, stop; live curves, samples, tables; earlier runs."""
 
-    model = param.Selector(default=DEFAULTS.model, objects=[DEFAULTS.model], label="Model",
-                           doc="The models this server offers (app/offered.py); the first is the default.")
-    reward = param.Selector(default=DEFAULTS.reward, objects=[DEFAULTS.reward], label="Reward",
-                            doc="VADER, the classifiers this server offers and, per page, the reward models saved in the runs folder.")
-    beta = param.Number(default=DEFAULTS.beta, bounds=(0.0, 10.0), step=0.01, label="KL coefficient β")
-    lr = param.Number(default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5, label="Learning rate (Adam)")
-    steps = param.Integer(default=DEFAULTS.steps, bounds=(1, 5000), label="Training steps")
+    model = LM.selector("model", "Model", objects=[DEFAULTS.model],
+                        doc="The models this server offers (app/offered.py); the first is the default.")
+    reward = LM.selector("reward", "Reward", objects=[DEFAULTS.reward],
+                         doc="VADER, the classifiers this server offers and, per page, the reward models saved in the runs folder.")
+    beta = LM.number("beta", "KL coefficient β", bounds=(0.0, 10.0), step=0.01)
+    lr = LM.number("lr", "Learning rate (Adam)", default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5)
+    steps = LM.integer("steps", "Training steps", bounds=(1, 5000))
     # The highest values of these bounds are the server's limits, set per page (app.limits.LIMITED).
-    prompts = param.Integer(default=DEFAULTS.prompts, bounds=(1, 64), label="Prompts per step")
-    replies = param.Integer(default=DEFAULTS.replies, bounds=(2, 16), label="Replies per prompt K")
-    T = param.Integer(default=DEFAULTS.T, bounds=(1, 64), label="Reply length T (tokens)")
-    seed = param.Integer(default=DEFAULTS.seed, bounds=(0, 999_999), label="Seed")
-    device = param.Selector(default=DEFAULTS.device, objects=list(DEVICES), label="Device",
-                            doc="auto: the best device a worker of the cluster offers; a device no worker offers is refused at Start.")
-    eval_every = param.Integer(default=DEFAULTS.eval_every, bounds=(1, 5000), label="Evaluate every (steps)")
-    eval_prompts = param.Integer(default=DEFAULTS.eval_prompts, bounds=(1, 64), label="Held-out prompts")
-    eval_replies = param.Integer(default=DEFAULTS.eval_replies, bounds=(1, 16), label="Replies per held-out prompt")
+    prompts = LM.integer("prompts", "Prompts per step", bounds=(1, 64))
+    replies = LM.integer("replies", "Replies per prompt K", bounds=(2, 16))
+    T = LM.integer("T", "Reply length T (tokens)", bounds=(1, 64))
+    seed = LM.integer("seed", "Seed", bounds=(0, 999_999))
+    device = LM.selector("device", "Device", objects=list(DEVICES),
+                         doc="auto: the best device a worker of the cluster offers; a device no worker offers is refused at Start.")
+    eval_every = LM.integer("eval_every", "Evaluate every (steps)", bounds=(1, 5000))
+    eval_prompts = LM.integer("eval_prompts", "Held-out prompts", bounds=(1, 64))
+    eval_replies = LM.integer("eval_replies", "Replies per held-out prompt", bounds=(1, 16))
     at_pace = param.Boolean(default=False, label="Replay a finished run at the pace it trained",
                             doc="A run that already ran to its end with these settings is shown from its files: at once, or step by step.")
     run = param.String(default="", regex=RUN_NAME_PATTERN, label="Run shown",
@@ -110,9 +90,6 @@ class LiveRunPage(pn.viewable.Viewer):
     section = param.Selector(default="samples", objects=["samples", "curves", "evaluation", "runs"], label="Section shown")
     phase = param.Selector(default="idle", objects=["idle", "loading", "downloading", "queued", "running", "paused"], precedence=-1,
                            doc="What this tab's run is doing.")
-
-    SETTINGS = ("model", "reward", "beta", "lr", "steps", "prompts", "replies", "T", "seed", "device",
-                "eval_every", "eval_prompts", "eval_replies")
 
     def __init__(self, query: dict[str, str] | None = None, runs_dir: Path | str | None = None,
                  cluster: Cluster | None = None, **params):
@@ -124,22 +101,15 @@ class LiveRunPage(pn.viewable.Viewer):
         self.offer = current_offer()
         self._run: SharedRun | None = None
         self._state: LiveState | None = None
-        self._shown = (-1, -1)
         self.runs = RunsFolder(self.runs_dir)
-        self.curves = RunCurves(stylesheets=[CSS])
+        self.display = RunDisplay(METRICS)
 
         # A run left or stopped before its last step ends too: its progress stays at the step it reached.
         self.job = JobView(self._show_state, self.start, on_done=self._done, on_stop=self.stop, on_pause=self.pause,
                            on_resume=self.resume, completed=lambda: self._state is not None and self._state.step >= self._state.settings.steps)
-        self.status = pn.pane.HTML(idle_html(None), sizing_mode="stretch_width", stylesheets=[CSS])
-        self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
-        self.shared_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
-        self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
-                                                   css_classes=["fl-download"])
+        self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[self.display.css])
+        self.shared_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[self.display.css], visible=False)
         self.goodhart = pn.pane.Markdown(GOODHART, sizing_mode="stretch_width", margin=(0, 10), css_classes=["fl-goodhart"])
-        self.metrics = MetricRow(METRICS)
-        self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[CSS])
-        self.evaluation = RunEvaluation()
         self.runs_list = RunsTable(runs_frame([], set()), "The room's runs", COMPARE, self._draw_overlays,
                                    self.refresh_runs, self._download, on_open=self.open_run)
 
@@ -148,12 +118,12 @@ class LiveRunPage(pn.viewable.Viewer):
         self.param.watch(lambda _e: self._show_phase(), "phase")
         self.param.watch(lambda _e: self._show_reward_kind(), "reward")
         self._refresh_rewards()
-        self.notice = sync_url(self, [*self.SETTINGS, "at_pace", "run", "section"], query,
+        self.notice = sync_url(self, [*LM.names, "at_pace", "run", "section"], query,
                                adjust=lambda link: clamp_query(link, self.highest))
         self.sections = LazySections(self.param.section, {
-            "samples": ("The newest replies", self._samples_section),
+            "samples": ("The newest replies", self.display.samples_section),
             "curves": ("More curves", self._curves_section),
-            "evaluation": ("Held-out evaluation and worked example", lambda: self.evaluation),
+            "evaluation": ("Held-out evaluation and worked example", lambda: self.display.evaluation),
             "runs": ("The room's runs", lambda: self.runs_list),
         })
         self._show_reward_kind()
@@ -168,14 +138,9 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def settings(self) -> LMSettings:
         """The controls as the engine's settings (ValueError with one sentence if refused)."""
-        return LMSettings(
-            model=self.model.strip(), reward=self.reward, beta=self.beta, lr=self.lr, steps=self.steps,
-            prompts=self.prompts, replies=self.replies, T=self.T, seed=self.seed, device=self.device,
-            eval_every=self.eval_every, eval_prompts=self.eval_prompts, eval_replies=self.eval_replies,
-            keep_samples=min(KEEP_SAMPLES, self.prompts),
-            # A reward model scores the lab's feeling prompts it was trained on (seed 001 section 6), not movie reviews.
-            prompt_set="feelings" if is_learned(self.reward) else "reviews",
-        )
+        # A reward model scores the lab's feeling prompts it was trained on (seed 001 section 6), not movie reviews.
+        return LM.settings(self, model=self.model.strip(), keep_samples=min(KEEP_SAMPLES, self.prompts),
+                           prompt_set="feelings" if is_learned(self.reward) else "reviews")
 
     def _refresh_rewards(self) -> None:
         """Offer the reward models saved in the runs folder now; a chosen one that is gone falls back to the default."""
@@ -189,7 +154,7 @@ class LiveRunPage(pn.viewable.Viewer):
         """A learned reward: the gold score's sentence and the curves' labels say it is drawn beside the reward."""
         learned = is_learned(self.reward)
         self.goodhart.visible = learned
-        self.curves.name_reward(learned)
+        self.display.curves.name_reward(learned)
         self._draw_overlays()
 
     def _model_changed(self, event) -> None:
@@ -239,7 +204,7 @@ class LiveRunPage(pn.viewable.Viewer):
             self.run = ""
             return
         try:
-            self.param.update({k: getattr(settings, k) for k in self.SETTINGS if k != "device"} | {"run": name})
+            self.param.update({k: v for k, v in LM.values(settings).items() if k != "device"} | {"run": name})
         except ValueError:  # a reward model deleted since, or a setting beyond this server's limits
             self.job.fail(UNOPENABLE.format(run=name))
             return
@@ -255,7 +220,7 @@ class LiveRunPage(pn.viewable.Viewer):
     def _show(self, states, settings: LMSettings, sentence: str) -> None:
         """Walk `states()` (a run's LiveStates) into the page, with `sentence` said above the status line."""
         self._state = LiveState("loading", settings)
-        self._shown = (-1, -1)
+        self.display.shown = (-1, -1)
         self.shared_line.object, self.shared_line.visible = f'<p class="fl-shared">{sentence}</p>', bool(sentence)
         self.phase = "loading"
         self.job.start(states)
@@ -298,32 +263,9 @@ class LiveRunPage(pn.viewable.Viewer):
         with pn.io.hold():
             if state.phase != "error" and self.phase != state.phase:
                 self.phase = state.phase
-            self.status.object = status_html(state, run_label(state.settings), wall_pace(list(state.metrics[-PACE_STEPS:])))
-            self.download_bar.visible = state.download is not None
-            if state.download is not None:
-                _, done, total = state.download
-                self.download_bar.value = int(self.download_bar.max * done / total) if total else 0
-            if len(state.metrics) != self._shown[0]:
-                self._show_steps(state)
-            if len(state.evals) != self._shown[1]:
-                self._show_evals(state)
-            self._shown = (len(state.metrics), len(state.evals))
-
-    def _show_steps(self, state: LiveState) -> None:
-        shown = self._shown[0]
-        if 0 <= shown < len(state.metrics):  # the same run, further on: only its new steps travel to the browser
-            self.curves.steps.stream(columns_of(list(state.metrics[shown:]), STEP_COLUMNS))
-        else:
-            self.curves.steps.data = columns_of(list(state.metrics), STEP_COLUMNS)
-        if state.metrics:
-            self.metrics.update(**state.metrics[-1])
-            self.job.controls.progress = min(state.step / state.settings.steps, 1.0)
-        self.samples.object = samples_html(state.step, state.samples)
-
-    def _show_evals(self, state: LiveState) -> None:
-        evals = list(state.evals)
-        self.curves.evals.data = columns_of(evals, EVAL_COLUMNS)
-        self.evaluation.show(evals, state.eval_results, state.settings)
+            self.display.show(state)
+            if state.metrics:
+                self.job.controls.progress = min(state.step / state.settings.steps, 1.0)
 
     def _done(self, finished: bool) -> None:
         """The run has ended (finished, stopped, or refused) or this learner left it: show the final state and the list of runs."""
@@ -336,7 +278,7 @@ class LiveRunPage(pn.viewable.Viewer):
             if state.phase == "error":
                 self.job.fail(state.message)
             else:
-                self.status.object = idle_html(state)
+                self.display.status.object = idle_html(state)
         self.phase = "idle"
         self.refresh_runs()
 
@@ -369,7 +311,7 @@ class LiveRunPage(pn.viewable.Viewer):
         found = self.runs.runs()
         runs = [found[i] for i in self.runs_list.ticked if i in found]
         gold = is_learned(self.reward) or any(m.get("gold") is not None for r in runs for m in r.metrics[:1])
-        self.curves.overlay(*overlay_columns(runs), [r.label for r in runs], gold)
+        self.display.curves.overlay(*overlay_columns(runs), [r.label for r in runs], gold)
 
     def _download(self):
         chosen = self.runs_list.ticked or list(self.runs.runs())
@@ -393,16 +335,8 @@ class LiveRunPage(pn.viewable.Viewer):
             self._setting_widget_map = made
         return self._setting_widget_map
 
-    def _samples_section(self):
-        return pn.Column(
-            section_heading("The newest replies, each token shaded by its log-ratio to the reference"),
-            pn.pane.HTML(ratio_scale_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
-            self.samples,
-            sizing_mode="stretch_width",
-        )
-
     def _curves_section(self):
-        grid = self.curves.grid()
+        grid = self.display.curves.grid()
         self._show_reward_kind()  # the reward-over-KL figure's axis names the reward in force
         return pn.pane.Bokeh(grid, sizing_mode="stretch_width")
 
@@ -423,13 +357,13 @@ class LiveRunPage(pn.viewable.Viewer):
             settings,
             self.job,
             self.shared_line,
-            self.status,
-            self.download_bar,
+            self.display.status,
+            self.display.download_bar,
             self.queue_line,
-            self.metrics,
-            self.curves.legend,
+            self.display.metrics,
+            self.display.curves.legend,
             self.goodhart,
-            plot_with_downloads(self.curves.reward, {"metrics": self.curves.steps, "evals": self.curves.evals}, "The run, step by step"),
+            plot_with_downloads(self.display.curves.reward, {"metrics": self.display.curves.steps, "evals": self.display.curves.evals}, "The run, step by step"),
             self.sections,
             sizing_mode="stretch_width",
         )

@@ -1,9 +1,8 @@
 """The reward-models page's stretch: the same responses relabelled at several label temperatures, a reward model trained on each.
 
 Its accuracy and the ceiling Acc* are drawn as the raters get noisier, one tau_label at a time,
-from the sweep's worker (app.model_jobs.sweep_tau) through a JobView. It serves
-app/pages/reward_model.py alone, and drives a model job, so it lives beside that page rather
-than among the widgets.
+from the sweep's worker (app.model_jobs.sweep_tau) through a JobView. It serves the reward-models
+page alone, and drives a model job, so it lives in that page's package rather than among the widgets.
 """
 
 from __future__ import annotations
@@ -16,11 +15,11 @@ from bokeh.models import ColumnDataSource
 
 from app.cluster import Cluster, Queued, told_waiting
 from app.model_jobs import Failed, SweepView, sweep_tau
-from app.text.reward_model import sweep_intro
+from app.pages.reward_model.text import sweep_intro
 from engines.lm.reward_model import RewardModelSettings, TauSweepRow
 from widgets.downloads import plot_with_downloads
 from widgets.job_view import JobView
-from widgets.reward_model_plots import sweep_figure
+from app.pages.reward_model.figures import sweep_figure
 
 
 class TauSweep(pn.viewable.Viewer):
