@@ -39,7 +39,7 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.pairs_files import PairsFiles
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.preference_html import pair_html, pairs_summary, training_summary
 from widgets.reward_model_plots import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
                                         probe_table)
@@ -68,6 +68,11 @@ TRAINING = {"steps", "min_count", "train_seed"}
 """Controls of the reward model's training: changing one retrains it."""
 
 # --- the page ---------------------------------------------------------------------------------------------------
+
+
+THREE_MODELS = card_spec("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", kind="Check yourself")
+CARDS = (THREE_MODELS,)
+"""The page's prediction card (the room's tally lists it)."""
 
 
 class RewardModelPage(pn.viewable.Viewer):
@@ -121,8 +126,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.save_button.on_click(lambda _event: self.save_model())
 
         self.guide = session_guide()
-        self.check_card = PredictionCard("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", check_yourself_text(),
-                                         guide=self.guide, kind="Check yourself")
+        self.check_card = PredictionCard.of(THREE_MODELS, check_yourself_text(), self.guide)
 
         self.pairs_job = ControlledRun(self._show_pairs, self.start_pairs, seed=self.param.seed)
         self.training_job = ControlledRun(self._show_training, self.start_training, seed=self.param.train_seed)
