@@ -201,35 +201,36 @@ def pace_for(text: str, titles: dict[str, str]) -> Pace:
 # ----------------------------------------------------------------------------- this process's learners
 
 
+def always_open() -> bool:
+    return True
+
+
 class Presence:
     """The learners of this web process: each session's page and what its answers add to the tally."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._sessions: dict[str, tuple[str, dict[str, str]]] = {}
-        self.version = 0
-        """Goes up at every change, so the board is written only when something changed."""
+        self._sessions: dict[str, tuple[str, dict[str, str], Callable[[], bool]]] = {}
 
-    def enter(self, session_id: str, route: str, guide) -> Callable[[], None]:
+    def enter(self, session_id: str, route: str, guide, is_open: Callable[[], bool] = always_open) -> Callable[[], None]:
         """Count session `session_id` on `route` with `guide`'s tally (a widgets.predict.Guide), following its changes,
-        until the returned function is called (the tab closed)."""
+        while `is_open()` (its tab holds its websocket) and until the returned function is called (the session is
+        gone). A closed tab's session lives on in the server for up to twice the unused-session lifetime; `is_open`
+        takes it out of the counts at once."""
 
         def update(*_events) -> None:
             with self._lock:
                 if session_id in self._sessions:
-                    self._sessions[session_id] = (route, guide.tally())
-                    self.version += 1
+                    self._sessions[session_id] = (route, guide.tally(), is_open)
 
         with self._lock:
-            self._sessions[session_id] = (route, guide.tally())
-            self.version += 1
+            self._sessions[session_id] = (route, guide.tally(), is_open)
         watcher = guide.param.watch(update, ["answers", "counted", "met"])
 
         def leave() -> None:
             guide.param.unwatch(watcher)
             with self._lock:
-                if self._sessions.pop(session_id, None) is not None:
-                    self.version += 1
+                self._sessions.pop(session_id, None)
 
         return leave
 
@@ -238,7 +239,9 @@ class Presence:
             sessions = list(self._sessions.values())
         pages: dict[str, int] = {}
         answers: dict[str, dict[str, int]] = {}
-        for route, tally in sessions:
+        for route, tally, is_open in sessions:
+            if not is_open():
+                continue
             pages[route] = pages.get(route, 0) + 1
             for key, choice in tally.items():
                 answers.setdefault(key, {})[choice] = answers.get(key, {}).get(choice, 0) + 1
@@ -323,14 +326,14 @@ class Room:
         self._sending: list[dict | None] = []
         self._seen: dict[str, tuple[object, float]] = {}
         self._thread: threading.Thread | None = None
-        self._published = (-1, 0.0)
+        self._published: tuple[Counts | None, float] = (None, 0.0)
 
     # --- what sessions ask of it
 
-    def enter(self, session_id: str, route: str, guide) -> Callable[[], None]:
+    def enter(self, session_id: str, route: str, guide, is_open: Callable[[], bool] = always_open) -> Callable[[], None]:
         """Count a learner's session (see Presence.enter); returns the function that takes it out."""
         self._start()
-        return self.presence.enter(session_id, route, guide)
+        return self.presence.enter(session_id, route, guide, is_open)
 
     def watch(self, on_counts: Callable[[Counts], None]) -> Callable[[], None]:
         """Call `on_counts(counts)` (from the room's thread) at once and whenever the room's counts change."""
@@ -383,9 +386,9 @@ class Room:
         for pace in sending:
             self.board.send(pace)
         mine = self.presence.counts()
-        version, published_at = self._published
-        if self.presence.version != version or time.monotonic() - published_at > HEARTBEAT_SECONDS:
-            self._published = (self.presence.version, time.monotonic())
+        published, published_at = self._published
+        if mine != published or time.monotonic() - published_at > HEARTBEAT_SECONDS:
+            self._published = (mine, time.monotonic())
             self.board.publish(self.process, {"beat": time.time_ns(), **mine.as_dict()})
         processes, pace_entry = self.board.read(everyone=bool(views))
         total = mine

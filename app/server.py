@@ -229,7 +229,9 @@ def join_room(route: str) -> PaceBanner:
         return banner
     stop_following = the_room.follow_pace(lambda pace: deliver(doc, partial(show, pace)))
     leave = []
-    pn.state.onload(lambda: leave.append(the_room.enter(doc.session_context.id, route, guide)))
+    context = doc.session_context
+    is_open = lambda: context.session is None or context.session.connection_count > 0  # noqa: E731 (see app.limits)
+    pn.state.onload(lambda: leave.append(the_room.enter(context.id, route, guide, is_open)))
 
     def left(_context) -> None:
         stop_following()

@@ -2,9 +2,9 @@
 
 loopback_config(tmp, port, app_ports)       deploy/nginx.conf on loopback ports (NGINX: the nginx binary, or None)
 start_server(*options, env={}) -> Server   `python -m app.cli serve --port FREE *options` in a subprocess,
-                                            runs in a fresh folder, no network for models, stderr to a file;
+                                            runs in a fresh folder, no network for models, stdout and stderr to files;
                                             returns once /healthz answers
-Server: url, process, log() (the server's stderr so far), get(path) -> (status, body text),
+Server: url, process, log() (the server's stderr so far), output() (its stdout), get(path) -> (status, body text),
         open_session(route, query="") -> the document JSON a browser would receive: the page's
         HTTP GET, then its websocket (Bokeh's ACK, PULL-DOC-REQ, PULL-DOC-REPLY), then closed.
         No browser and no client-side models are needed, so it is fast enough to repeat.
@@ -110,6 +110,11 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def output(self) -> str:
+        """What the server printed on its standard output (the addresses it serves, the teacher's link)."""
+        path = self.log_path.with_name("stdout.log")
+        return path.read_text(errors="replace") if path.exists() else ""
+
     def get(self, path: str, timeout: float = 30.0) -> tuple[int, str]:
         try:
             with urllib.request.urlopen(self.url + path, timeout=timeout) as response:
@@ -170,7 +175,7 @@ def answers(url: str) -> bool:
 
 
 @contextmanager
-def serving_in_process(monkeypatch, server_limits) -> Iterator[str]:
+def serving_in_process(monkeypatch, server_limits, **options) -> Iterator[str]:
     """`app.server.serve` on a free port of this process with `server_limits`, its URL once it answers; stopped after.
 
     serve() sets process-wide state (the limits, the callback error handler, the sessions built ahead, torch's
@@ -185,7 +190,7 @@ def serving_in_process(monkeypatch, server_limits) -> Iterator[str]:
     monkeypatch.setattr(ready_pages, "READY", ready_pages.READY)
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
     port = free_port()
-    running = server.serve(port=port, threaded=True, server_limits=server_limits)
+    running = server.serve(port=port, threaded=True, server_limits=server_limits, **options)
     try:
         url = f"http://localhost:{port}"
         wait_until(lambda: answers(url + "/healthz"), 60, "the in-process server to start")
@@ -216,7 +221,7 @@ def start_server(*options: str, env: dict[str, str] | None = None, port: int | N
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), *options],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
+        stdout=log_path.with_name("stdout.log").open("w"),
         stderr=log_path.open("w"),
         env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": runs, **offline, **(env or {})},
     )

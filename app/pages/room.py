@@ -71,9 +71,9 @@ class RoomView(pn.viewable.Viewer):
         self.learners = pn.pane.HTML(learners_html(Counts(), self.titles), sizing_mode="stretch_width")
         self.tally = TallyBoard(on_msg=self._from_browser, sizing_mode="stretch_width", css_classes=["fl-tally"],
                                 cards=card_rows([(p.title, spec) for p in pages for spec in getattr(p.module, "CARDS", ())]))
-        self.link = pn.widgets.TextInput(name="Link to send the class (copy it from your own tab)", placeholder="/bandit?b=0.3",
+        self.link = pn.widgets.TextInput(label="Link to send the class (copy it from your own tab)", placeholder="/bandit?b=0.3",
                                          sizing_mode="stretch_width", max_length=4000)
-        self.send_button = pn.widgets.Button(label="Send the class there", button_type="primary", width=200)
+        self.send_button = pn.widgets.Button(label="Send the class there", color="primary", width=200)
         self.stop_button = pn.widgets.Button(label="Take the banner away", width=200)
         self.send_button.on_click(lambda _e: self.send())
         self.stop_button.on_click(lambda _e: self.stop_sending())
