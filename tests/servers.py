@@ -76,11 +76,11 @@ def free_port() -> int:
 
 
 def loopback_config(tmp_path, proxy_port: int, app_ports: tuple[int, int]) -> str:
-    """deploy/nginx.conf with loopback ports, and its files in tmp_path instead of the system's; the access log
-    names the process (upstream) that answered each request."""
+    """deploy/nginx.conf with loopback ports, and its files in tmp_path instead of the system's (its own access log as
+    paths.log); a second access log names the process (upstream) that answered each request."""
     text = (ROOT / "deploy" / "nginx.conf").read_text()
     text = text.replace("server 127.0.0.1:5006;", f"server 127.0.0.1:{app_ports[0]};").replace("server 127.0.0.1:5007;", f"server 127.0.0.1:{app_ports[1]};")
-    text = text.replace("listen 80;", f"listen 127.0.0.1:{proxy_port};")
+    text = text.replace("listen 80;", f"listen 127.0.0.1:{proxy_port};").replace("/var/log/nginx/access.log", f"{tmp_path}/paths.log")
     text = text.replace("http {", f"http {{\n    log_format upstream '$upstream_addr $request_uri';\n    access_log {tmp_path}/access.log upstream;"
                                   f"\n    client_body_temp_path {tmp_path}/body;\n    proxy_temp_path {tmp_path}/proxy;")
     return f"daemon off;\npid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n" + text
