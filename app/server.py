@@ -282,11 +282,16 @@ def build_room(pages: list[PageInfo], link: Callable[[str], str]) -> pn.viewable
     The HTTP GET of /room is refused before any session is built (`GatedDocHandler`); this check
     covers a session opened by its websocket alone, whose arguments come from the token it carries.
     """
-    from app.pages import room as room_page
-
     given = (pn.state.session_args.get("token") or [b""])[0].decode(errors="replace")
     if not room.TOKEN.admits(given):
         return pn.pane.Markdown(room.REFUSED, css_classes=["fl-refused"])
+    return framed_room(pages, link)
+
+
+def framed_room(pages: list[PageInfo], link: Callable[[str], str]) -> PageTemplate:
+    """The room view in the template, its feeds stopped when the tab closes."""
+    from app.pages import room as room_page
+
     view = room_page.page()
     pn.state.on_session_destroyed(lambda _context: view.close())
     return framed(view, pages, room.ROUTE, link, room_page.TITLE, learners=False)
