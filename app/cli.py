@@ -3,7 +3,7 @@
     feedback-lab --version
     feedback-lab figures NAME [options] [--json]
     feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin]
-                       [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--models NAMES] [--rewards NAMES] [limits]
+                       [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--teacher-token TOKEN] [--models NAMES] [--rewards NAMES] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
     feedback-lab train-reward --pairs FILE --out FILE [--json]
@@ -13,7 +13,7 @@
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
 `serve` starts the web app (see `app/server.py`) and the Dask cluster its model jobs run on,
-or joins one (see `app/cluster.py`), offering its learners the models of `--models` (see `app/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
+or joins one (see `app/cluster.py`), and prints the teacher's link to the room view (see `app/room.py`), offering its learners the models of `--models` (see `app/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
 `app/thumbnails.py`); the
 others run the language-model work without a browser, writing the same files as the pages.
 Every option of a figure
@@ -34,6 +34,7 @@ from app import limits, offered
 from app.cluster import SCHEDULER_VARIABLE
 from app.figures import FIGURES
 from app.options import add_settings_options, settings_from_args
+from app.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
 from engines.lm.settings import EMBEDDED
 
 COMMANDS = {
@@ -78,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"run the model jobs on the Dask cluster of this scheduler (default: ${SCHEDULER_VARIABLE}, "
                             "else a local cluster of worker processes started with the server); tls://HOST:PORT "
                             "with Dask's TLS settings, see docs/tls.md")
+    serve.add_argument("--teacher-token", metavar="TOKEN", default=None,
+                       help=f"the secret of the teacher's link to the room view, 16 to 128 letters, digits, - or _ (default: "
+                            f"${TOKEN_VARIABLE}, else a new random one at each start; give every web process behind one proxy the same)")
     offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
@@ -113,6 +117,7 @@ def websocket_origins(given: list[str] | None) -> list[str] | None:
 def run_server(args: argparse.Namespace) -> int:
     try:
         server_limits = limits.from_environment(args)
+        teacher = TeacherToken.from_environment(args.teacher_token)
         offer = offered.from_environment(args)
         notes = offered.check_offer(offer, server_limits.max_download_mb)
     except ValueError as error:
@@ -138,8 +143,10 @@ def run_server(args: argparse.Namespace) -> int:
         from app.model_jobs import warm_up
 
         warm_up(offer.models[0], jobs)  # a class's first Start then finds the default model loaded
+    # Web processes joined to one scheduler count their learners together on its board; a local cluster serves one process.
+    the_room = Room(SchedulerBoard(jobs.client)) if jobs.address else Room()
     serve(port=args.port, address=args.address, websocket_origin=websocket_origins(args.allow_websocket_origin), show=args.show,
-          server_limits=server_limits, admin=args.admin)
+          server_limits=server_limits, admin=args.admin, teacher=teacher, the_room=the_room)
     return 0
 
 

@@ -454,6 +454,11 @@ class Cluster:
                 self._client = self._connect()
             return self._client
 
+    @property
+    def connected(self) -> bool:
+        """Whether this process has connected to its cluster (a page must not start one by being opened)."""
+        return self._client is not None
+
     def start(self) -> None:
         """Connect now (SchedulerUnreachable with one sentence if the scheduler given does not answer)."""
         self.client  # noqa: B018 (connecting is the point)
@@ -590,7 +595,7 @@ class Cluster:
                 if not listeners:
                     self._watcher = None
                     return
-            if self._client is not None:  # only once connected: a page must not start the cluster by being opened
+            if self.connected:
                 now = [(k, r, f) for k, r, _, f in self.jobs(fresh=0.0)]
                 if now != seen:
                     seen = now

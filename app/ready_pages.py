@@ -171,13 +171,14 @@ class ReadyDocHandler(DocHandler):
         return session if session is not None else await super().get_session()
 
 
-def use_ready_handler() -> None:
-    """Have every Panel server of this process answer its pages' GETs with `ReadyDocHandler`.
+def use_handler(page_handler: type[DocHandler] = ReadyDocHandler) -> None:
+    """Have every Panel server of this process answer its pages' GETs with `page_handler` (a DocHandler, by default
+    `ReadyDocHandler`), in place of Panel's handler or of one put there before.
 
     Bokeh builds each route's handlers from its module-level table `per_app_patterns`, where Panel
     has put its own page handler; the table has no other way in.
     """
-    per_app_patterns[:] = [(route, ReadyDocHandler if handler is DocHandler else handler, *rest)
+    per_app_patterns[:] = [(route, page_handler if isinstance(handler, type) and issubclass(handler, DocHandler) else handler, *rest)
                            for route, handler, *rest in per_app_patterns]
 
 

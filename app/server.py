@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 import panel as pn
 import tornado.web
@@ -47,12 +48,13 @@ from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
 import assets
-from app import limits, ready_pages
+from app import limits, ready_pages, room
 from app.freed_memory import trim_freed_memory
 from app.pages import COURSE, PageInfo, available_pages
 from app.thumbnails import PICTURES, shipped
+from widgets.pace_banner import PaceBanner
 from widgets.predict import guide_switch, session_guide
-from widgets.streaming import LOG
+from widgets.streaming import LOG, deliver, session_document
 
 APP_TITLE = "Feedback Lab"
 CSS = assets.path("app.css").read_text()
@@ -251,8 +253,37 @@ class PageTemplate(pn.template.BootstrapTemplate):
         return document
 
 
-def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str], title: str) -> PageTemplate:
-    """`body` inside the shared template: header navigation with the light/dark switch, the guided-prompts switch."""
+def join_room(route: str) -> PaceBanner:
+    """Count this session on `route` in the room (app.room) from the moment its browser has loaded the page until the
+    tab closes, with its answers to the page's cards; and the banner that shows where the teacher sends the class."""
+    doc = session_document()
+    guide = session_guide()
+    request = doc.session_context.request if doc is not None else None
+    query = "&".join(f"{k}={v[0].decode(errors='replace')}" for k, v in request.arguments.items()) if request is not None else ""
+    banner = PaceBanner(here=f"/{route}" + (f"?{query}" if query else ""))
+    the_room = room.current()
+    show = lambda pace: banner.show(pace.link, pace.title) if pace is not None else banner.show(None)  # noqa: E731
+    show(the_room.pace)
+    if doc is None:
+        return banner
+    stop_following = the_room.follow_pace(lambda pace: deliver(doc, partial(show, pace)))
+    leave = []
+    context = doc.session_context
+    is_open = lambda: context.session is None or context.session.connection_count > 0  # noqa: E731 (see app.limits)
+    pn.state.onload(lambda: leave.append(the_room.enter(context.id, route, guide, is_open)))
+
+    def left(_context) -> None:
+        stop_following()
+        for step in leave:
+            step()
+
+    pn.state.on_session_destroyed(left)
+    return banner
+
+
+def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str], title: str, learners: bool = True) -> PageTemplate:
+    """`body` inside the shared template: header navigation with the light/dark switch, the guided-prompts and room
+    switches; on a learner's page (`learners`), the teacher's banner above the page, and the session counted in the room."""
     template = PageTemplate(
         title=APP_TITLE,
         header=[
@@ -266,7 +297,8 @@ def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str],
         busy_indicator=None,  # it would send two extra messages on every slider step
         notifications=NotificationArea(),  # where `session_exception` tells this session what went wrong
     )
-    template.main.append(pn.Column(pn.pane.Markdown(f"# {title}"), body, sizing_mode="stretch_width"))
+    top = [join_room(active)] if learners else []
+    template.main.append(pn.Column(*top, pn.pane.Markdown(f"# {title}"), body, sizing_mode="stretch_width"))
     return template
 
 
@@ -281,6 +313,27 @@ def build_page(info: PageInfo, pages: list[PageInfo], link: Callable[[str], str]
 
 def build_index(pages: list[PageInfo], link: Callable[[str], str]) -> PageTemplate:
     return framed(index_view(pages, link), pages, "", link, APP_TITLE)
+
+
+def build_room(pages: list[PageInfo], link: Callable[[str], str]) -> pn.viewable.Viewable:
+    """The teacher's room view, or the one sentence of refusal without the teacher's token.
+
+    The HTTP GET of /room is refused before any session is built (`GatedDocHandler`); this check
+    covers a session opened by its websocket alone, whose arguments come from the token it carries.
+    """
+    given = (pn.state.session_args.get("token") or [b""])[0].decode(errors="replace")
+    if not room.TOKEN.admits(given):
+        return pn.pane.Markdown(room.REFUSED, css_classes=["fl-refused"])
+    return framed_room(pages, link)
+
+
+def framed_room(pages: list[PageInfo], link: Callable[[str], str]) -> PageTemplate:
+    """The room view in the template, its feeds stopped when the tab closes."""
+    from app.pages import room as room_page
+
+    view = room_page.page()
+    pn.state.on_session_destroyed(lambda _context: view.close())
+    return framed(view, pages, room.ROUTE, link, room_page.TITLE, learners=False)
 
 
 FULL = "The lab is full: {n} sessions are open, the most this server takes; please try again in a few minutes."
@@ -345,11 +398,26 @@ def routes() -> dict[str, Callable[[], PageTemplate]]:
     table = {"/": admitted(lambda: build_index(pages, route_link))}
     for info in pages:
         table[f"/{info.route}"] = admitted(lambda info=info: build_page(info, pages, route_link))
+    table[f"/{room.ROUTE}"] = admitted(lambda: build_room(pages, route_link))
     return table
 
 
 def titles() -> dict[str, str]:
-    return {"/": APP_TITLE} | {f"/{p.route}": f"{p.title} · {APP_TITLE}" for p in available_pages()}
+    return {"/": APP_TITLE, f"/{room.ROUTE}": f"The room · {APP_TITLE}"} | {f"/{p.route}": f"{p.title} · {APP_TITLE}" for p in available_pages()}
+
+
+class GatedDocHandler(ready_pages.ReadyDocHandler):
+    """The pages' handler, which answers a GET of the room view without the teacher's token with HTTP 403 and one
+    sentence, before any session is built for it."""
+
+    async def get(self, *args, **kwargs):
+        if self.request.path == f"/{room.ROUTE}" and not room.TOKEN.admits(self.get_query_argument("token", None)):
+            self.set_status(403)
+            self.set_header("Content-Type", "text/plain; charset=utf-8")
+            self.set_header("Cache-Control", "no-store")
+            self.finish(room.REFUSED)
+            return
+        await super().get(*args, **kwargs)
 
 
 class HealthHandler(tornado.web.RequestHandler):
@@ -535,8 +603,13 @@ def serve(
     threaded: bool = False,
     server_limits: limits.ServerLimits | None = None,
     admin: bool = False,
+    teacher: room.TeacherToken | None = None,
+    the_room: room.Room | None = None,
 ):
     """Start the server (blocking unless `threaded`); returns the server object.
+
+    `teacher` is the room view's token (default: a new random one; its link is printed, never
+    logged), `the_room` the room its learners are counted in (default: this process's alone).
 
     `server_limits` (default: the environment's) are installed for the pages to read; the
     unused-session lifetime and the websocket message bound go to Bokeh's server. `admin`
@@ -553,11 +626,16 @@ def serve(
     skip_document_validation()
     pn.config.exception_handler = session_exception
     origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    room.install_token(teacher or room.TeacherToken())
+    if the_room is not None:
+        room.install(the_room)
     lifetime_ms = int(server_limits.unused_session_seconds * 1000)
     table = routes()  # imports every page module first, so the freeze below leaves them out of later collections
     collect_on_a_timer(server_limits.collect_seconds)
     if not threaded:
         stop_on_sigterm()
+        # On standard output beside Panel's line with the learners' address; the log (standard error) never holds it.
+        print(f"The teacher's room view (keep this link to yourself): {room.TOKEN.link('http://' + origins[0])}", flush=True)
     return pn.serve(
         applications(table, server_limits),
         port=port,
@@ -590,6 +668,7 @@ def stop_on_sigterm() -> None:
 def applications(table: dict[str, Callable[[], pn.viewable.Viewable]], server_limits: limits.ServerLimits) -> dict:
     """Panel's applications of the routes; those of pages built ahead (app.ready_pages) keep `ready_pages` sessions ready."""
     apps = build_applications(table, title=titles())
+    ready_pages.use_handler(GatedDocHandler)
     ready = [path for path in (f"/{info.route}" for info in available_pages() if info.ready_ahead) if path in apps]
     if server_limits.ready_pages == 0 or not ready:
         ready_pages.READY = None
@@ -598,7 +677,6 @@ def applications(table: dict[str, Callable[[], pn.viewable.Viewable]], server_li
                                                unused_session_seconds=server_limits.unused_session_seconds)
     for path in ready:
         apps[path].add(ready_pages.READY.hook(path))
-    ready_pages.use_ready_handler()
     return apps
 
 

@@ -2,7 +2,7 @@
 
     python -m bench.bench_page_build [--repeats 3] [--pages ROUTE ...] [--revealed]
 
-For the index and each analytic page: the page in its template (`app.server.build_page`), the
+For the index, each page and the teacher's room view: the page in its template (`app.server.build_page`), the
 template's Bokeh document (`server_doc`, which creates every Bokeh model), and that document as
 JSON (what the browser is sent), in CPU seconds of the thread that serves the visit (work a page
 hands to a worker thread, such as a training run it starts, is not counted); the median of
@@ -26,7 +26,8 @@ from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from app.pages import available_pages
-from app.server import build_index, build_page, route_link
+from app.room import ROUTE as ROOM
+from app.server import build_index, build_page, framed_room, route_link
 from widgets.predict import Guide
 
 @contextmanager
@@ -68,6 +69,7 @@ def builders(routes: list[str] | None = None) -> dict[str, object]:
     table = {"": lambda: build_index(pages, route_link)}
     for info in pages:
         table[info.route] = lambda info=info: build_page(info, pages, route_link)
+    table[ROOM] = lambda: framed_room(pages, route_link)  # the teacher's room view (its token checked before)
     return {route: build for route, build in table.items() if routes is None or route in routes}
 
 

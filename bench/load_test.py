@@ -1,6 +1,6 @@
 """A classroom on one server: N learners for D seconds while a language-model run trains.
 
-    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--json]
+    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--room] [--json]
     python -m bench.load_test --burst 30 [--pages baselines token-world] [--ready-pages M] [--json]
 
 starts `python -m app.cli serve` on a free localhost port with its default limits (run
@@ -12,6 +12,14 @@ between moves and waiting for each answer. Then every learner closes its page, t
 closes, the server stops, and the figures are printed: interactions answered, latency p50,
 p95 and max per page and overall, errors, the run's steps during the test, and the server's
 resident memory.
+
+With `--room` the server's room is in use too: the teacher's room view (app/pages/room.py) is open
+for the whole test, and each learner's browser has the guided prompts on and counts in the room,
+and answers every prediction card it meets (a random choice) before it moves the sliders behind
+them. The report then adds whether the room view's tally equals the answers of the learners
+whose pages are open at the end, and again once every tab has closed, and how long the tally
+trailed each answer: from the answer sent to the first update of the room view that shows, for
+that card and choice, the count the learners' open pages hold at that moment (p50, p95, max).
 
 With `--burst N` the test is the opening of a lesson instead: for each page of `--pages`, on a
 fresh server, N learners open the same page within one second (spread evenly) and the times
@@ -74,6 +82,59 @@ DOCUMENT_READY = {"kind": "MessageSent", "msg_type": "bokeh_event",
 STORED_GUIDE = json.dumps({"prompts": False, "answers": {}})
 """What a learner's browser hands the page header's store (widgets.predict.BrowserStore): guided prompts switched
 off in an earlier lesson, so every part of a page is shown, and built, as for a learner who has answered its cards."""
+
+
+ROOM_GUIDE = json.dumps({"prompts": True, "room": True, "answers": {}})
+"""With --room: a learner's browser with the guided prompts on, counted in the room, nothing answered yet."""
+TEACHER_TOKEN = "the-load-tests-teacher-token"
+"""The teacher's token of the server the load test starts (FEEDBACK_LAB_TEACHER_TOKEN)."""
+
+
+def plain(value):
+    """A value of a Bokeh message as plain Python: its maps ({"type": "map", "entries": [...]}) as dicts."""
+    if isinstance(value, dict) and value.get("type") == "map":
+        return {plain(k): plain(v) for k, v in value.get("entries", [])}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+@dataclass
+class Classroom:
+    """With --room: what the learners answered, in order, and what the teacher's room view showed, in order."""
+
+    changes: list[tuple[float, str, str, int]] = field(default_factory=list)
+    """(time, card's CSS class, choice, +1 or -1) per answer given or taken away by a closed tab."""
+    answers: list[tuple[float, str, str]] = field(default_factory=list)
+    """(time sent, card's CSS class, choice) per answer."""
+    shown: list[tuple[float, dict]] = field(default_factory=list)
+    """(time received, card's CSS class -> choice -> count) per update of the room view's tally (`keyed`)."""
+
+    def change(self, card: str, choice: str, step: int) -> None:
+        self.changes.append((time.perf_counter(), card, choice, step))
+
+    def expected(self, at: float = math.inf) -> dict[str, dict[str, int]]:
+        """The counts the learners' open pages held at time `at`."""
+        counts: dict[str, dict[str, int]] = {}
+        for t, card, choice, step in self.changes:
+            if t <= at:
+                counts.setdefault(card, {})[choice] = counts.get(card, {}).get(choice, 0) + step
+        return {card: {c: n for c, n in choices.items() if n} for card, choices in counts.items() if any(choices.values())}
+
+    def lags(self) -> tuple[list[float], int]:
+        """Seconds from each answer to the first update of the room view that shows its card's choice at the count
+        then expected; and the answers no update ever showed so."""
+        lags, missed = [], 0
+        for sent, card, choice in self.answers:
+            caught = next((t for t, counts in self.shown
+                           if t >= sent and counts.get(card, {}).get(choice, 0) == self.expected(t).get(card, {}).get(choice, 0)), None)
+            if caught is None:
+                missed += 1
+            else:
+                lags.append(caught - sent)
+        return lags, missed
 
 
 KINDS = {"move": "moves", "load": "loads", "ready": "readies"}
@@ -154,6 +215,10 @@ class PageSession:
         self.sources: set[str] = set()
         self.buttons: dict[str, str] = {}
         self.store: str | None = None
+        self.cards: dict[str, tuple[str, str]] = {}  # a card's component id -> (its data model's id, its CSS class)
+        self.choices: dict[str, list] = {}  # a card's data model id -> its choices ([value, label] pairs)
+        self.tally: str | None = None  # the room view's TallyBoard data model id
+        self.on_tally = None  # called with (time, counts) at each update of the tally
         self._register(content)
         self._ids = itertools.count()
         self._answer: asyncio.Future | None = None
@@ -163,7 +228,7 @@ class PageSession:
         self._reader = asyncio.get_running_loop().create_task(self._read_forever())
 
     @classmethod
-    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0) -> "PageSession":
+    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0, guide: str = STORED_GUIDE) -> "PageSession":
         """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn."""
         start = time.perf_counter()
         response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout)
@@ -193,7 +258,7 @@ class PageSession:
         session.get_seconds = got
         await session.send_events([DOCUMENT_READY])
         if session.store is not None:  # as the browser's script does once the page is drawn
-            await session.send_events([{"kind": "ModelChanged", "model": {"id": session.store}, "attr": "value", "new": STORED_GUIDE},
+            await session.send_events([{"kind": "ModelChanged", "model": {"id": session.store}, "attr": "value", "new": guide},
                                        {"kind": "ModelChanged", "model": {"id": session.store}, "attr": "loaded", "new": True}])
         return session
 
@@ -210,6 +275,14 @@ class PageSession:
                 self.buttons[model_id] = attributes.get("label", "")
             elif model["name"].startswith("BrowserStore"):
                 self.store = model_id
+            elif model["name"].endswith("ReactiveESM") and "fl-predict" in (attributes.get("css_classes") or []):
+                card = next(c for c in attributes["css_classes"] if c.startswith("fl-card-"))
+                self.cards[model_id] = (attributes["data"]["id"], card)
+            elif model["name"].startswith("CardView") and "choices" in attributes:
+                self.choices[model_id] = plain(attributes["choices"])
+            elif model["name"].startswith("TallyBoard"):
+                self.tally = model_id
+                self._tallied(plain(attributes.get("counts", {"type": "map", "entries": []})))
 
     async def _read_forever(self) -> None:
         try:
@@ -238,6 +311,8 @@ class PageSession:
                     self.sliders[model][event["attr"]] = event["new"]
             if model in self.sources and (event.get("kind") in DATA_EVENTS or event.get("attr") == "data"):
                 self._resolve(None)
+            if model is not None and model == self.tally and event.get("attr") == "counts":
+                self._tallied(plain(event.get("new")))
 
     def _resolve(self, error: BaseException | None) -> None:
         if self._answer is not None and not self._answer.done():
@@ -266,6 +341,23 @@ class PageSession:
         start = time.perf_counter()
         await self.send_events([{"kind": "ModelChanged", "model": {"id": slider}, "attr": "value", "new": new}])
         return await asyncio.wait_for(self._answer, timeout) - start
+
+    def _tallied(self, counts: dict) -> None:
+        if self.on_tally is not None:
+            self.on_tally(time.perf_counter(), counts)
+
+    async def answer_cards(self, rng: random.Random, room: Classroom) -> dict[str, str]:
+        """Answer every prediction card of the page with a random choice, as Reveal sends it; card class -> choice."""
+        given = {}
+        for card, (data, css_class) in self.cards.items():
+            choice = rng.choice(self.choices[data])[0]
+            room.answers.append((time.perf_counter(), css_class, choice))
+            room.change(css_class, choice, +1)
+            given[css_class] = choice
+            await self.send_events([{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+                "type": "event", "name": "data_event", "values": {"type": "map", "entries": [
+                    ["model", {"id": card}], ["data", {"type": "map", "entries": [["commit", choice]]}]]}}}])
+        return given
 
     async def click(self, label: str) -> None:
         """Press the button labelled `label`, as BokehJS reports a click."""
@@ -378,19 +470,26 @@ async def probe(base: str, routes: tuple[str, ...], timeout: float) -> dict[str,
 
 
 async def visit(base: str, route: str, titles: set[str], moves: int, think: float, timeout: float, figures: Figures,
-                rng: random.Random, deadline: float = math.inf) -> None:
+                rng: random.Random, deadline: float = math.inf, room: Classroom | None = None,
+                held: list | None = None) -> None:
     """One page visit: load /route, move its sliders named in `titles` `moves` times (fewer if `deadline`
-    passes), about `think` seconds apart, each time waiting for the answer; close the page."""
+    passes), about `think` seconds apart, each time waiting for the answer; close the page. With `room`, the
+    learner counts in the room and first answers the page's cards; with `held`, a visit the deadline ends is left
+    open and added to it as (session, its answers), for the tally at the end."""
     start = time.perf_counter()
     try:
-        session = await PageSession.open(base, route, timeout=timeout)
+        session = await PageSession.open(base, route, timeout=timeout, guide=ROOM_GUIDE if room is not None else STORED_GUIDE)
     except Exception as error:
         figures.error(_kind(error), route, _what(error, timeout))
         await asyncio.sleep(think)
         return
     figures.answered("load", route, time.perf_counter() - start)
     figures.gets.setdefault(route, []).append(session.get_seconds)
+    given: dict[str, str] = {}
     try:
+        if room is not None:
+            await session.settle(quiet=0.2, longest=2.0)  # the stored guide has reached the page's cards
+            given = await session.answer_cards(rng, room)
         await session.revealed(titles, timeout)
         if titles and not session.closed and not session.ready(titles):
             figures.error("timeout", route, f"the page's sliders did not all arrive within {timeout:.0f} s")
@@ -410,18 +509,29 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
                 if session.closed:
                     break
     finally:
-        await session.close()
+        if held is not None and time.monotonic() >= deadline and not session.closed:
+            held.append((session, given))
+        else:
+            await close_counted(session, given, room)
+
+
+async def close_counted(session: PageSession, given: dict[str, str], room: Classroom | None) -> None:
+    """Close a page; its answers leave the room's expected tally."""
+    if room is not None:
+        for card, choice in given.items():
+            room.change(card, choice, -1)
+    await session.close()
 
 
 async def learner(k: int, base: str, answered: dict[str, set[str]], deadline: float, moves: int, think: float,
-                  timeout: float, figures: Figures) -> None:
+                  timeout: float, figures: Figures, room: Classroom | None = None, held: list | None = None) -> None:
     """Visit the analytic pages in turn, from page k (mod 6), until `deadline`."""
     rng = random.Random(k)
     await asyncio.sleep(rng.uniform(0, think))  # learners do not all arrive in the same second
     for route in itertools.islice(itertools.cycle(ANALYTIC), k % len(ANALYTIC), None):
         if time.monotonic() >= deadline:
             return
-        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline)
+        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline, room, held)
 
 
 def run_steps(runs: Path) -> int:
@@ -462,8 +572,39 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"n": int(a.size), "p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "max": float(a.max())} if a.size else {"n": 0}
 
 
+async def room_view(base: str, room: Classroom) -> PageSession:
+    """The teacher's room view, open; each update of its tally recorded in `room`."""
+    session = await PageSession.open(base, "room", f"?token={TEACHER_TOKEN}")
+    session.on_tally = lambda t, counts: room.shown.append((t, keyed(counts)))
+    return session
+
+
+def keyed(counts: dict) -> dict:
+    """The room view's counts by card key as counts by the card's CSS class (what a learner's page names it by)."""
+    from widgets.predict import card_class
+
+    return {card_class(key): {c: n for c, n in choices.items() if n} for key, choices in counts.items() if any(choices.values())}
+
+
+async def tally_at_end(room: Classroom, held: list, teacher: PageSession) -> dict:
+    """Whether the room view's tally equals the answers of the pages still open, and again once they have closed."""
+    report = {}
+    for moment in ("open", "closed"):
+        if moment == "closed":
+            for session, given in held:
+                await close_counted(session, given, room)
+        await asyncio.sleep(3.0)  # several looks of the room's board, and the update on its way
+        shown = room.shown[-1][1] if room.shown else {}
+        report[moment] = {"right": shown == room.expected(), "answers": sum(n for c in room.expected().values() for n in c.values()),
+                          "shown": sum(n for c in shown.values() for n in c.values())}
+    lags, missed = room.lags()
+    report |= {"answers_given": len(room.answers), "lag": summary(lags), "never_shown": missed, "updates": len(room.shown)}
+    await teacher.close()
+    return report
+
+
 async def load_test(server: Server, runs: Path, sessions: int, seconds: float, lm_run: bool, moves: int, think: float,
-                    timeout: float, lm_steps: int) -> dict:
+                    timeout: float, lm_steps: int, with_room: bool = False) -> dict:
     AsyncHTTPClient.configure(None, max_clients=4 * sessions)  # tornado's default of 10 would queue the learners' GETs
     pid = server.process.pid
     report: dict = {"sessions": sessions, "seconds": seconds, "moves_per_page": moves, "think_s": think,
@@ -473,13 +614,18 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
     run_session = await start_run(server.url, runs, lm_steps) if lm_run else None
     report["rss_mb"]["start"] = resident_mb(pid)["VmRSS"]
     figures = Figures()
+    room, held = (Classroom(), []) if with_room else (None, None)
+    teacher = await room_view(server.url, room) if with_room else None
     steps_before, started, cpu, server_cpu = run_steps(runs), time.monotonic(), time.process_time(), cpu_seconds(pid)
     health = asyncio.get_running_loop().create_task(health_checks(server.url, started + seconds, figures))
     await asyncio.wait_for(
-        asyncio.gather(*(learner(k, server.url, answered, started + seconds, moves, think, timeout, figures) for k in range(sessions))),
+        asyncio.gather(*(learner(k, server.url, answered, started + seconds, moves, think, timeout, figures, room, held)
+                         for k in range(sessions))),
         seconds + 4 * timeout,
     )
     report["healthz"] = summary(await health)
+    if with_room:
+        report["room"] = await tally_at_end(room, held, teacher)
     wall = time.monotonic() - started
     report["wall_s"], report["client_cpu_s"] = wall, time.process_time() - cpu
     report["server_cpu_s"] = cpu_seconds(pid) - server_cpu
@@ -604,6 +750,14 @@ def print_report(r: dict) -> None:
         print(f"  {n} x {what}")
     print(f"server log ({r['server_log']}): {len(r['server_log_problems'])} tracebacks or error lines" +
           "".join(f"\n  {line}" for line in r["server_log_problems"][:10]))
+    if "room" in r:
+        room, lag = r["room"], r["room"]["lag"]
+        print(f"the room: {room['answers_given']} answers given, the room view updated {room['updates']} times; its tally right with "
+              f"the last pages open: {room['open']['right']} ({room['open']['shown']} shown, {room['open']['answers']} given), "
+              f"once they closed: {room['closed']['right']} ({room['closed']['shown']} shown)")
+        if lag["n"]:
+            print(f"  the tally trailed an answer by p50 {ms(lag['p50'])}, p95 {ms(lag['p95'])}, max {ms(lag['max'])}; "
+                  f"{room['never_shown']} answers never shown at their count")
     if "lm_run" in r:
         lm = r["lm_run"]
         per = f", {lm['s_per_step']:.2f} s per step" if lm["s_per_step"] else ""
@@ -633,6 +787,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="+", default=["baselines", "token-world"], help="the pages of --burst (default: baselines token-world)")
     parser.add_argument("--ready-pages", type=int, default=None, metavar="N",
                         help="with --burst: the server keeps N sessions of each page built ahead, and the burst waits until they are")
+    parser.add_argument("--room", action="store_true",
+                        help="the teacher's room view open, and every learner answers the cards it meets, counted in the room")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
     if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1:
@@ -645,9 +801,10 @@ def main(argv: list[str] | None = None) -> None:
             print_bursts(reports)
         return
     runs = Path(tempfile.mkdtemp(prefix="fl-load-runs-"))
-    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs), "OMP_NUM_THREADS": "1"})
+    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs), "OMP_NUM_THREADS": "1", "FEEDBACK_LAB_TEACHER_TOKEN": TEACHER_TOKEN})
     try:
-        report = asyncio.run(load_test(server, runs, args.sessions, args.seconds, not args.no_run, args.moves, args.think, args.timeout, 2000))
+        report = asyncio.run(load_test(server, runs, args.sessions, args.seconds, not args.no_run, args.moves, args.think, args.timeout, 2000,
+                                       args.room))
         time.sleep(2 * UNUSED_SESSION_SECONDS + 2)  # a closed session is dropped one to two lifetimes after its tab closed
         rss = resident_mb(server.process.pid)
         report["rss_mb"] |= {"after_expiry": rss["VmRSS"], "peak": rss["VmHWM"]}

@@ -2,9 +2,9 @@
 
 loopback_config(tmp, port, app_ports)       deploy/nginx.conf on loopback ports (NGINX: the nginx binary, or None)
 start_server(*options, env={}) -> Server   `python -m app.cli serve --port FREE *options` in a subprocess,
-                                            runs in a fresh folder, no network for models, stderr to a file;
+                                            runs in a fresh folder, no network for models, stdout and stderr to files;
                                             returns once /healthz answers
-Server: url, process, log() (the server's stderr so far), get(path) -> (status, body text),
+Server: url, process, log() (the server's stderr so far), output() (its stdout), get(path) -> (status, body text),
         open_session(route, query="") -> the document JSON a browser would receive: the page's
         HTTP GET, then its websocket (Bokeh's ACK, PULL-DOC-REQ, PULL-DOC-REPLY), then closed.
         No browser and no client-side models are needed, so it is fast enough to repeat.
@@ -76,11 +76,11 @@ def free_port() -> int:
 
 
 def loopback_config(tmp_path, proxy_port: int, app_ports: tuple[int, int]) -> str:
-    """deploy/nginx.conf with loopback ports, and its files in tmp_path instead of the system's; the access log
-    names the process (upstream) that answered each request."""
+    """deploy/nginx.conf with loopback ports, and its files in tmp_path instead of the system's (its own access log as
+    paths.log); a second access log names the process (upstream) that answered each request."""
     text = (ROOT / "deploy" / "nginx.conf").read_text()
     text = text.replace("server 127.0.0.1:5006;", f"server 127.0.0.1:{app_ports[0]};").replace("server 127.0.0.1:5007;", f"server 127.0.0.1:{app_ports[1]};")
-    text = text.replace("listen 80;", f"listen 127.0.0.1:{proxy_port};")
+    text = text.replace("listen 80;", f"listen 127.0.0.1:{proxy_port};").replace("/var/log/nginx/access.log", f"{tmp_path}/paths.log")
     text = text.replace("http {", f"http {{\n    log_format upstream '$upstream_addr $request_uri';\n    access_log {tmp_path}/access.log upstream;"
                                   f"\n    client_body_temp_path {tmp_path}/body;\n    proxy_temp_path {tmp_path}/proxy;")
     return f"daemon off;\npid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n" + text
@@ -109,6 +109,11 @@ class Server:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def output(self) -> str:
+        """What the server printed on its standard output (the addresses it serves, the teacher's link)."""
+        path = self.log_path.with_name("stdout.log")
+        return path.read_text(errors="replace") if path.exists() else ""
 
     def get(self, path: str, timeout: float = 30.0) -> tuple[int, str]:
         try:
@@ -170,7 +175,7 @@ def answers(url: str) -> bool:
 
 
 @contextmanager
-def serving_in_process(monkeypatch, server_limits) -> Iterator[str]:
+def serving_in_process(monkeypatch, server_limits, **options) -> Iterator[str]:
     """`app.server.serve` on a free port of this process with `server_limits`, its URL once it answers; stopped after.
 
     serve() sets process-wide state (the limits, the callback error handler, the sessions built ahead, torch's
@@ -185,7 +190,7 @@ def serving_in_process(monkeypatch, server_limits) -> Iterator[str]:
     monkeypatch.setattr(ready_pages, "READY", ready_pages.READY)
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
     port = free_port()
-    running = server.serve(port=port, threaded=True, server_limits=server_limits)
+    running = server.serve(port=port, threaded=True, server_limits=server_limits, **options)
     try:
         url = f"http://localhost:{port}"
         wait_until(lambda: answers(url + "/healthz"), 60, "the in-process server to start")
@@ -216,7 +221,7 @@ def start_server(*options: str, env: dict[str, str] | None = None, port: int | N
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), *options],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
+        stdout=log_path.with_name("stdout.log").open("w"),
         stderr=log_path.open("w"),
         env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": runs, **offline, **(env or {})},
     )

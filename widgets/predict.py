@@ -8,8 +8,10 @@ Then the card marks the choice right or not and explains.
 
 What a learner has answered, and whether they want the prompts at all, belongs to their
 browser, not to the server: `Guide` holds it for one session and `BrowserStore`, a small
-JavaScript component in the page header (the "Guided prompts" switch), mirrors it into the
-browser's localStorage. A reload, another page or a new tab of the same browser starts where the
+JavaScript component in the page header (the "Guided prompts" switch, and the "Counted in the
+room" switch), mirrors it into the browser's localStorage. The room's tally (app/room.py) reads
+only `Guide.tally()`: the session's answers to the cards its page shows, while the learner has
+left the room switch on; it keeps counts per card and choice, nothing else. A reload, another page or a new tab of the same browser starts where the
 learner left off; another browser, or a link sent to someone, starts afresh. Where localStorage refuses to
 work (some private windows), the defaults hold for the session: prompts on, nothing answered.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import weakref
+from dataclasses import dataclass
 from functools import lru_cache
 
 import panel as pn
@@ -29,7 +32,9 @@ from panel.custom import JSComponent
 from widgets.updates import one_update
 
 STORAGE_KEY = "feedback-lab.guide"
-"""The localStorage entry: JSON {"prompts": bool, "answers": {card key: choice}}."""
+"""The localStorage entry: JSON {"prompts": bool, "room": bool, "answers": {card key: choice}}."""
+COUNTED_LINE = "Your choice counts, anonymously, in the room's tally: no name, only how many chose each answer."
+"""The line a card shows while the learner's answers count in the room's tally."""
 
 CARD_STYLES = {
     "border-left": "4px solid #E69F00",
@@ -44,11 +49,39 @@ CARD_MARGIN, PLACEHOLDER_MARGIN = (6, 10), (4, 10)
 where a style's margin was added to the full width (10 px past a phone's edge)."""
 
 
+@dataclass(frozen=True)
+class CardSpec:
+    """What a prediction card asks, as data: the room's tally lists every card of the app by these."""
+
+    key: str
+    """Names the card across the app, e.g. "bandit/baseline-effect" (its stored answer's key)."""
+    question: str
+    """The question, as Markdown."""
+    choices: tuple[tuple[str, str], ...]
+    """(value, label) of each choice, in the order shown."""
+    answer: str
+    """The value of the right choice."""
+    kind: str = "Predict first"
+    """"Predict first" (before the demo) or "Check yourself" (after the text)."""
+
+    def __post_init__(self):
+        if self.answer not in dict(self.choices):
+            raise ValueError(f"The answer {self.answer!r} is not one of the choices {[v for v, _ in self.choices]}.")
+
+
+def card_spec(key: str, question: str, choices: dict[str, str], answer: str, kind: str = "Predict first") -> CardSpec:
+    """A CardSpec from the choices as a dict (value -> label), as the pages' texts hold them."""
+    return CardSpec(key, question, tuple(choices.items()), answer, kind)
+
+
 class Guide(param.Parameterized):
-    """One learner's guided-path state: prompts on or off, and the choices committed to so far."""
+    """One learner's guided-path state: prompts on or off, the choices committed to so far, whether they count in
+    the room's tally, and the cards this session's page shows."""
 
     prompts = param.Boolean(default=True, doc="Ask each card's question before showing what it guards.")
     answers = param.Dict(default={}, doc="Card key -> the choice the learner committed to.")
+    counted = param.Boolean(default=True, doc="The learner's answers count, anonymously, in the room's tally.")
+    met = param.Dict(default={}, doc="Card key -> its choices' values, for the cards this session's page shows.")
     synced = param.Boolean(default=False, doc="The browser has sent its stored state (or said it has none).")
 
     def answer(self, key: str, choice: str) -> None:
@@ -57,8 +90,20 @@ class Guide(param.Parameterized):
     def forget(self, key: str) -> None:
         self.answers = {k: v for k, v in self.answers.items() if k != key}
 
+    def meet(self, key: str, choices) -> None:
+        """Note a card this session's page shows (and the choices it offers)."""
+        self.met = {**self.met, key: tuple(choices)}
+
+    def tally(self) -> dict[str, str]:
+        """What this session adds to the room's tally: its answer to each card its page shows, if that answer is one
+        the card offers, and nothing once the learner has left the room's counts. Stored answers to other cards,
+        or forged ones, never count."""
+        if not self.counted:
+            return {}
+        return {key: self.answers[key] for key, choices in self.met.items() if self.answers.get(key) in choices}
+
     def to_json(self) -> str:
-        return json.dumps({"prompts": self.prompts, "answers": self.answers}, sort_keys=True)
+        return json.dumps({"prompts": self.prompts, "room": self.counted, "answers": self.answers}, sort_keys=True)
 
     def load(self, text: str) -> None:
         """Take the state stored in a browser; anything unreadable is ignored and the defaults stay."""
@@ -71,6 +116,8 @@ class Guide(param.Parameterized):
         values = {}
         if isinstance(stored.get("prompts"), bool):
             values["prompts"] = stored["prompts"]
+        if isinstance(stored.get("room"), bool):
+            values["counted"] = stored["room"]
         answers = stored.get("answers")
         if isinstance(answers, dict):
             values["answers"] = {str(k): v for k, v in answers.items() if isinstance(v, str)}
@@ -78,23 +125,25 @@ class Guide(param.Parameterized):
 
 
 class BrowserStore(JSComponent):
-    """The header's "Guided prompts" switch and the localStorage entry behind it, as one component.
+    """The header's "Guided prompts" and "Counted in the room" switches and the localStorage entry behind them, as one
+    component.
 
     The entry is mirrored in `value`: read once when the page renders, written on every change.
     The browser sends what it has stored (nothing if the entry is absent) and then sets `loaded`;
     a change of `value` on the server is written back. Reading or writing localStorage can
     throw (storage disabled, a private window, a full quota): then nothing is stored and the
-    session keeps the server's defaults. The switch shows `prompts` and sets it when clicked; it
-    stays disabled until `enabled` (the server has the browser's stored state), so a click cannot
-    be overwritten by a state arriving a moment later. One component: a switch, its label and the
-    store drawn by Panel and Bokeh would be four.
+    session keeps the server's defaults. Each switch shows its parameter (`prompts`, `counted`) and
+    sets it when clicked; they stay disabled until `enabled` (the server has the browser's stored
+    state), so a click cannot be overwritten by a state arriving a moment later. One component: two
+    switches, their labels and the store drawn by Panel and Bokeh would be seven.
     """
 
     key = param.String(default=STORAGE_KEY, constant=True, doc="The localStorage entry.")
     value = param.String(default="", doc="The entry's text; empty until the browser has sent one.")
     loaded = param.Boolean(default=False, doc="The browser has read its storage.")
-    prompts = param.Boolean(default=True, doc="The switch: guided prompts on.")
-    enabled = param.Boolean(default=False, doc="The switch can be clicked (the server has the stored state).")
+    prompts = param.Boolean(default=True, doc="The first switch: guided prompts on.")
+    counted = param.Boolean(default=True, doc="The second switch: this learner's answers count in the room's tally.")
+    enabled = param.Boolean(default=False, doc="The switches can be clicked (the server has the stored state).")
 
     _esm = """
     const CSS = `
@@ -119,18 +168,23 @@ class BrowserStore(JSComponent):
       model.on('value', save)
       const style = document.createElement('style')
       style.textContent = CSS
-      const label = document.createElement('label')
-      label.className = 'fl-guide'
-      const box = document.createElement('input')
-      box.type = 'checkbox'
-      box.setAttribute('role', 'switch')
-      box.checked = model.prompts
-      box.disabled = !model.enabled
-      box.addEventListener('change', () => { model.prompts = box.checked })
-      model.on('prompts', () => { box.checked = model.prompts })
-      model.on('enabled', () => { box.disabled = !model.enabled })
-      label.append(box, 'Guided prompts')
-      el.append(style, label)
+      const toggle = (name, text, title) => {
+        const label = document.createElement('label')
+        label.className = 'fl-guide'
+        label.title = title
+        const box = document.createElement('input')
+        box.type = 'checkbox'
+        box.setAttribute('role', 'switch')
+        box.checked = model[name]
+        box.disabled = !model.enabled
+        box.addEventListener('change', () => { model[name] = box.checked })
+        model.on(name, () => { box.checked = model[name] })
+        model.on('enabled', () => { box.disabled = !model.enabled })
+        label.append(box, text)
+        return label
+      }
+      el.append(style, toggle('prompts', 'Guided prompts', 'Ask each question before showing its answer'),
+                toggle('counted', 'Counted in the room', "Your answers count, anonymously, in the teacher's tally of the room"))
       model.loaded = true
     }
     """
@@ -138,22 +192,22 @@ class BrowserStore(JSComponent):
 
 def bind_store(guide: Guide, store: BrowserStore) -> None:
     """Keep `guide` and `store` in step: the browser's stored text into the guide, the guide's changes out,
-    the switch both ways, and the switch enabled once the browser's state has arrived."""
+    the switches both ways, and the switches enabled once the browser's state has arrived."""
 
     def from_browser(event):
         if event.new and event.new != guide.to_json():
             guide.load(event.new)
 
     def to_browser(*_events):
-        store.prompts = guide.prompts
+        store.param.update(prompts=guide.prompts, counted=guide.counted)
         if guide.synced:  # before the browser has answered, it must not be overwritten with defaults
             store.value = guide.to_json()
 
     store.param.watch(from_browser, "value")
     store.param.watch(lambda event: setattr(guide, "synced", bool(event.new)), "loaded")
-    store.param.watch(lambda event: setattr(guide, "prompts", event.new), "prompts")
+    store.param.watch(lambda event: setattr(guide, event.name, event.new), ["prompts", "counted"])
     guide.param.watch(lambda event: setattr(store, "enabled", event.new), "synced")
-    guide.param.watch(to_browser, ["prompts", "answers"])
+    guide.param.watch(to_browser, ["prompts", "counted", "answers"])
 
 
 _SESSION_GUIDES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -175,8 +229,8 @@ def session_guide() -> Guide:
 
 
 def guide_switch(guide: Guide) -> BrowserStore:
-    """The header's "Guided prompts" switch, bound to this session's guide."""
-    store = BrowserStore(prompts=guide.prompts, enabled=guide.synced, align="center")
+    """The header's "Guided prompts" and "Counted in the room" switches, bound to this session's guide."""
+    store = BrowserStore(prompts=guide.prompts, counted=guide.counted, enabled=guide.synced, align="center")
     bind_store(guide, store)
     return store
 
@@ -192,7 +246,20 @@ def markdown_html(text: str) -> str:
     return MarkdownIt("commonmark").render(text)
 
 
-class CardView(JSComponent):
+class MessagingComponent(JSComponent):
+    """A JavaScript component whose browser messages (`model.send_msg(...)`, a dict each) go to `on_msg`; anything
+    else a browser sends is ignored."""
+
+    def __init__(self, on_msg=None, **params):
+        super().__init__(**params)
+        self._on_msg = on_msg
+
+    def _handle_msg(self, data) -> None:
+        if self._on_msg is not None and isinstance(data, dict):
+            self._on_msg(data)
+
+
+class CardView(MessagingComponent):
     """A card as the browser draws it: one element for the question, its choices, Reveal, the verdict and "Ask me again".
 
     Seven Panel components drawn the usual way cost a page visit about 17 Bokeh models and
@@ -208,6 +275,7 @@ class CardView(JSComponent):
     verdict = param.String(default="", doc="Right or not, or the answer, as HTML.")
     explanation = param.String(default="", doc="Why, as HTML; shown with the verdict.")
     again = param.Boolean(default=False, doc="Offer 'Ask me again' (prompts on and answered).")
+    counted = param.String(default="", doc="The line saying the choice counts in the room's tally; '' while it does not.")
 
     _esm = """
     const CSS = `
@@ -222,6 +290,7 @@ class CardView(JSComponent):
       button.fl-again { background: transparent; color: inherit; border-color: rgba(128, 128, 128, 0.6); }
       .fl-verdict-right { color: #009E73; font-weight: 700; }
       .fl-verdict-wrong { color: #D55E00; font-weight: 700; }
+      .fl-counted { font-size: 0.85em; opacity: 0.8; margin: 0.2em 0; }
     `
     export function render({ model, el }) {
       const name = 'choice-' + Math.random().toString(36).slice(2)
@@ -253,6 +322,12 @@ class CardView(JSComponent):
             if (picked) { model.send_msg({ commit: picked.value }) }
           })
           parts.push(list, reveal)
+          if (model.counted) {
+            const line = document.createElement('p')
+            line.className = 'fl-counted'
+            line.textContent = model.counted
+            parts.push(line)
+          }
         } else {
           parts.push(block(model.verdict), block(model.explanation))
           if (model.again) {
@@ -266,17 +341,9 @@ class CardView(JSComponent):
         el.replaceChildren(...parts)
       }
       draw()
-      model.on(['question', 'choices', 'chosen', 'asking', 'verdict', 'explanation', 'again'], draw)
+      model.on(['question', 'choices', 'chosen', 'asking', 'verdict', 'explanation', 'again', 'counted'], draw)
     }
     """
-
-    def __init__(self, on_msg=None, **params):
-        super().__init__(**params)
-        self._on_msg = on_msg
-
-    def _handle_msg(self, data) -> None:
-        if self._on_msg is not None and isinstance(data, dict):
-            self._on_msg(data)
 
 
 class PredictionCard(pn.viewable.Viewer):
@@ -288,7 +355,9 @@ class PredictionCard(pn.viewable.Viewer):
 
     `key` names the card across the app (it is the key of the stored answer). With the
     guide's prompts off the card shows the question with its answer and explanation, and
-    every guarded panel is shown at once. The card itself is one `CardView`.
+    every guarded panel is shown at once. The card itself is one `CardView`. A page lists its
+    cards as `CardSpec`s (its module's CARDS, which the room's tally reads) and makes each with
+    `PredictionCard.of(spec, explanation, guide)`.
     """
 
     revealed = param.Boolean(default=False, doc="Whether the guarded panels are shown (answered, or prompts off).")
@@ -305,9 +374,9 @@ class PredictionCard(pn.viewable.Viewer):
         **params,
     ):
         super().__init__(**params)
-        if answer not in choices:
-            raise ValueError(f"The answer {answer!r} is not one of the choices {list(choices)}.")
+        self.spec = card_spec(key, question, choices, answer, kind)  # refuses an answer that is not a choice
         self.key, self.choices, self.answer, self.guide = key, choices, answer, guide
+        guide.meet(key, choices)
         self.view = CardView(
             on_msg=self._from_browser,
             question=markdown_html(f"**{kind}.** {question}"),
@@ -320,13 +389,19 @@ class PredictionCard(pn.viewable.Viewer):
         )
         self._guarded: list[tuple[pn.Column, tuple]] = []  # each guarded column and what it shows once revealed
         self._placeholders: list[pn.pane.HTML] = []
-        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers"])
+        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers", "counted"])
         self._refresh()
 
+    @classmethod
+    def of(cls, spec: CardSpec, explanation: str, guide: Guide, **params) -> PredictionCard:
+        """The card `spec` describes, with its `explanation` (Markdown, shown with the verdict)."""
+        return cls(spec.key, spec.question, dict(spec.choices), spec.answer, explanation, guide, kind=spec.kind, **params)
+
     def _from_browser(self, message: dict) -> None:
-        if "commit" in message and message["commit"] in self.choices:
-            self.commit(message["commit"])
-        elif message.get("forget"):
+        choice = message.get("commit")
+        if isinstance(choice, str) and choice in self.choices:  # anything else a browser sends is ignored
+            self.commit(choice)
+        elif message.get("forget") is True:
             self.guide.forget(self.key)
 
     @property
@@ -374,7 +449,8 @@ class PredictionCard(pn.viewable.Viewer):
         self.revealed = not asking
         with one_update():
             self.view.param.update(
-                asking=asking, chosen=chosen or "", again=self.guide.prompts and chosen is not None, verdict=self._verdict_html(chosen)
+                asking=asking, chosen=chosen or "", again=self.guide.prompts and chosen is not None, verdict=self._verdict_html(chosen),
+                counted=COUNTED_LINE if self.guide.counted else "",
             )
             for column, objects in self._guarded:
                 if self.revealed and not column.objects:

@@ -19,7 +19,7 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.numbers import to_fixed
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
 from widgets.updates import one_update
@@ -133,6 +133,12 @@ def table_markdown(p: float) -> str:
     return "\n".join(rows)
 
 
+WHAT_MOVES = card_spec("baselines/what-moves", PREDICT, PREDICT_CHOICES, "mean")
+REWARD_LEVEL = card_spec("baselines/reward-level", *shift_card_text()[:2], "noise", kind="Check yourself")
+CARDS = (WHAT_MOVES, REWARD_LEVEL)
+"""The page's prediction cards, in the order it shows them (the room's tally lists them so)."""
+
+
 class BaselinesPage(pn.viewable.Viewer):
     """Sliders p and b; the estimate lines, the dots at b, the crossing point, the sentence."""
 
@@ -157,11 +163,8 @@ class BaselinesPage(pn.viewable.Viewer):
         )
         self.table = pn.pane.Markdown(sizing_mode="stretch_width")
         self.guide = session_guide()
-        self.predict_card = PredictionCard(
-            "baselines/what-moves", PREDICT, PREDICT_CHOICES, "mean", PREDICT_EXPLANATION, guide=self.guide
-        )
-        question, choices, explanation = shift_card_text()
-        self.shift_card = PredictionCard("baselines/reward-level", question, choices, "noise", explanation, guide=self.guide, kind="Check yourself")
+        self.predict_card = PredictionCard.of(WHAT_MOVES, PREDICT_EXPLANATION, self.guide)
+        self.shift_card = PredictionCard.of(REWARD_LEVEL, shift_card_text()[2], self.guide)
         self.param.watch(self._changed, ["p", "b"])
         self.notice = sync_url(self, ["p", "b"], query)
         self._update_lines()

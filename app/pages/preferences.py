@@ -20,7 +20,7 @@ from engines.bradley_terry import accuracy_vs_tau, bt_prob, oracle_accuracy, sam
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.run_controls import seed_control
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO, plot
@@ -116,6 +116,12 @@ def ceiling_choices() -> dict[str, str]:
     }
 
 
+SCORES_OR_COMPARISONS = card_spec("preferences/scores-or-comparisons", COMPARE_QUESTION, COMPARE_CHOICES, "comparisons")
+CEILING = card_spec("preferences/ceiling", CEILING_QUESTION, ceiling_choices(), "ceiling", kind="Check yourself")
+CARDS = (SCORES_OR_COMPARISONS, CEILING)
+"""The page's prediction cards, in the order it shows them (the room's tally lists them so)."""
+
+
 class PreferencesPage(pn.viewable.Viewer):
     """tau_label, the gap distribution and a sampled labelled set; P(a > b) and Acc* curves."""
 
@@ -144,10 +150,8 @@ class PreferencesPage(pn.viewable.Viewer):
             }
         )
         self.guide = session_guide()
-        self.compare_card = PredictionCard("preferences/scores-or-comparisons", COMPARE_QUESTION, COMPARE_CHOICES, "comparisons", COMPARE_EXPLANATION, guide=self.guide)
-        self.ceiling_card = PredictionCard(
-            "preferences/ceiling", CEILING_QUESTION, ceiling_choices(), "ceiling", check_yourself_text(), guide=self.guide, kind="Check yourself"
-        )
+        self.compare_card = PredictionCard.of(SCORES_OR_COMPARISONS, COMPARE_EXPLANATION, self.guide)
+        self.ceiling_card = PredictionCard.of(CEILING, check_yourself_text(), self.guide)
         self.param.watch(self._changed, ["tau", "gaps", "s", "n", "seed"])
         self.notice = sync_url(self, ["tau", "gaps", "s", "n", "seed"], query)
         self._update_ceiling_curve()

@@ -2,7 +2,8 @@
 one CPU worker and two web processes, deploy/nginx.conf in front, one runs folder.
 
 Two learners on different web processes each start a run: the second waits for the one CPU, says so, and runs
-after the first. Then a web process is killed with kill -9 during its run: the run stops (the scheduler lets go of
+after the first. A learner on each web process answers the bandit page's cards, and the teacher's room view (on
+whichever process nginx gives it) counts both, through the scheduler's board. Then a web process is killed with kill -9 during its run: the run stops (the scheduler lets go of
 the dead process's jobs), keeps every step it wrote, and the CPU is free for the next job.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import shlex
 import signal
 import subprocess
@@ -23,7 +25,8 @@ import yaml
 from app.cluster import JOB_PREFIX, Cluster
 from app.runs import read_run
 from app.scheduler_upkeep import HISTORY
-from bench.load_test import PageSession
+from app.room import TOKEN_VARIABLE
+from bench.load_test import ROOM_GUIDE, Classroom, PageSession, keyed
 from tests.app.test_cluster import scheduler_histories
 from tests.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
 
@@ -32,6 +35,8 @@ pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (a
 SERVICES = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
 ENVIRONMENT = SERVICES["scheduler"]["environment"]
 """What every service of the compose file gets (FEEDBACK_LAB_RUNS is replaced by the test's folder)."""
+TEACHER_TOKEN = "the-deploy-tests-teacher"
+"""Both web processes' teacher token (the compose file asks for one FEEDBACK_LAB_TEACHER_TOKEN for both)."""
 RUN = "?steps={steps}&prompts=2&replies=2&T=8&eval_every={steps}&eval_prompts=1&eval_replies=1"
 """A small run of the embedded model: a second or so per step on these cores."""
 
@@ -49,7 +54,8 @@ def topology(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("deploy")
     runs = tmp / "runs"
     runs.mkdir()
-    env = {**os.environ, **ENVIRONMENT, "FEEDBACK_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, **ENVIRONMENT, "FEEDBACK_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+           TOKEN_VARIABLE: TEACHER_TOKEN}
     port = free_port()
     scheduler = f"tcp://127.0.0.1:{port}"
     started = []
@@ -71,7 +77,7 @@ def topology(tmp_path_factory):
         options = words[words.index("serve") + 1:]
         options[options.index("--port"):options.index("--port") + 2] = []
         origin = {"FEEDBACK_LAB_WEBSOCKET_ORIGIN": f"localhost:{proxy_port}"}
-        webs.append(start_server(*options, env={k: env[k] for k in (*ENVIRONMENT, "FEEDBACK_LAB_RUNS")} | origin))
+        webs.append(start_server(*options, env={k: env[k] for k in (*ENVIRONMENT, "FEEDBACK_LAB_RUNS", TOKEN_VARIABLE)} | origin))
     ports = tuple(int(w.url.rsplit(":", 1)[1]) for w in webs)
     (tmp / "nginx.conf").write_text(loopback_config(tmp, proxy_port, ports))
     nginx = spawn([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf")], "nginx")
@@ -185,3 +191,31 @@ def test_a_web_process_killed_during_its_run_stops_the_run_and_keeps_its_steps(t
     assert topology.cluster.device_for("auto") == "cpu"  # and the CPU's worker takes the next job
     # Nor is anything of it left on the scheduler: the worker gave back the dead reader's hold on the job's queue.
     wait_until(lambda: topology.cluster.client.run_on_scheduler(job_queues) == [], 10, "the job's queue to go")
+
+
+def test_the_room_view_counts_a_learner_on_each_web_process(topology):
+    async def room():
+        room = Classroom()
+        teacher = await PageSession.open(topology.proxy, "room", f"?token={TEACHER_TOKEN}")  # on either process
+        teacher.on_tally = lambda t, counts: room.shown.append((t, keyed(counts)))
+        heard = listening(teacher)
+        learners = [await PageSession.open(web.url, "bandit", guide=ROOM_GUIDE) for web in topology.webs]
+        for learner in learners:
+            await learner.settle(quiet=0.3)
+        given = [await learner.answer_cards(random.Random(k), room) for k, learner in enumerate(learners)]
+
+        async def shown(expected: dict, learners_line: str) -> None:
+            while not (room.shown and room.shown[-1][1] == expected and any(learners_line in text for text in heard)):
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(shown(room.expected(), "2 learners are here now: Bandit"), 20)
+        assert all(given) and sum(n for choices in room.expected().values() for n in choices.values()) == sum(map(len, given))
+        for card, choice in given[1].items():  # the second process's learner closes the tab
+            room.change(card, choice, -1)
+        await learners[1].close()
+        await asyncio.wait_for(shown(room.expected(), "1 learner is here now: Bandit"), 20)
+        for session in (learners[0], teacher):
+            await session.close()
+
+    asyncio.run(room())
+    assert "Traceback" not in "".join(w.log() for w in topology.webs)

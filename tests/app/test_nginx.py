@@ -31,6 +31,9 @@ def test_a_page_and_its_websocket_through_nginx(tmp_path, app_server):
         assert "Baselines" in document
         status, body = proxy.get("/")
         assert status == 200 and re.search(r'"token":"', body)
+        assert proxy.get("/room?token=guessed-by-a-visitor")[0] == 403
+        logged = (tmp_path / "paths.log").read_text()
+        assert '"GET /room" 403' in logged and "token" not in logged  # nginx's own log keeps paths, never queries
     finally:
         nginx.terminate()
         nginx.wait(10)

@@ -132,9 +132,31 @@ def test_the_store_bridge_reads_the_browser_first_and_then_writes_changes():
     assert guide.synced and guide.prompts and guide.answers == {"a/b": "sd"}
     assert store.enabled and store.prompts  # the switch can be clicked now, and shows the stored state
     guide.prompts = False
-    assert json.loads(store.value) == {"prompts": False, "answers": {"a/b": "sd"}} and not store.prompts
+    assert json.loads(store.value) == {"prompts": False, "room": True, "answers": {"a/b": "sd"}} and not store.prompts
     store.prompts = True  # a click on the switch
     assert guide.prompts and json.loads(store.value)["prompts"] is True
+    store.counted = False  # a click on the room's switch
+    assert not guide.counted and json.loads(store.value)["room"] is False
+    copy = Guide()
+    copy.load(store.value)
+    assert not copy.counted and copy.prompts
+
+
+def test_the_tally_holds_only_answers_to_the_cards_shown_with_their_choices_and_only_while_counted():
+    guide = Guide(answers={"elsewhere/card": "mean", "demo/other": "sd"})  # stored answers to cards of other pages
+    c = card(guide)
+    assert guide.tally() == {} and c.view.counted  # the card says its choice counts in the room
+    c.view._handle_msg({"commit": "sd"})
+    assert guide.tally() == {"demo/what-moves": "sd"}
+    c.view._handle_msg({"commit": ["sd"]})  # forged messages: ignored, the card and the tally unchanged
+    c.view._handle_msg({"commit": "median"})
+    c.view._handle_msg({"forget": "yes"})
+    assert guide.tally() == {"demo/what-moves": "sd"}
+    guide.answers = {**guide.answers, "demo/what-moves": "forged"}  # as a stored state could say
+    assert guide.tally() == {}
+    c.commit("mean")
+    guide.counted = False  # the learner leaves the room's counts
+    assert guide.tally() == {} and c.view.counted == ""
 
 
 def test_a_browser_without_storage_keeps_the_defaults():

@@ -29,7 +29,7 @@ def test_routes_are_the_page_modules_present():
     assert names == [n for n in PAGE_ORDER if n in names]  # reading order kept
     assert "baselines" in names
     table = routes()
-    assert set(table) == {"/"} | {f"/{p.route}" for p in pages}
+    assert set(table) == {"/", "/room"} | {f"/{p.route}" for p in pages}  # and the teacher's room view, outside the navigation
     assert all("_" not in route for route in table)  # token_world is served at /token-world
     for p in pages:
         assert callable(p.module.page) and p.title and p.summary

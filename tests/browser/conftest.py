@@ -5,6 +5,7 @@ import nothing from here):
     server_url       base URL of a `python -m app.cli serve` started on a free localhost port
                      (offline, with an empty Hugging Face cache, writing runs to `runs_dir`)
     runs_dir         the test server's runs folder, a temporary one
+    teacher_token    the test server's teacher token (its room view is /room?token=...)
     console_errors   console errors and page errors of the `page` fixture, filled as it runs
     open_page        open_page(route, query="", prompts=False, drawn=DRAWN) loads a page, waits until Bokeh has
                      drawn it (an element matching `drawn`: a plot, the index or the lab's listing) and the
@@ -53,11 +54,20 @@ def runs_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("runs")
 
 
+TEACHER_TOKEN = "the-browser-tests-teacher"
+"""The test server's teacher token (FEEDBACK_LAB_TEACHER_TOKEN)."""
+
+
+@pytest.fixture(scope="session")
+def teacher_token() -> str:
+    return TEACHER_TOKEN
+
+
 @pytest.fixture(scope="session")
 def server_url(runs_dir):
     """One app server for the browser tests, on runs_dir, with no network and an empty Hugging Face cache
     (a hub model must be refused with one sentence); its stderr goes to a file, never to an unread pipe."""
-    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs_dir)})
+    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs_dir), "FEEDBACK_LAB_TEACHER_TOKEN": TEACHER_TOKEN})
     try:
         yield server.url
     finally:

@@ -64,7 +64,7 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
@@ -102,6 +102,12 @@ def theta_of(prefer: int, logit: float) -> tuple[float, ...]:
 EMPTY_CURVES = {"step": []} | {f"{b}_{c}": [] for b in BASELINES for c in ("mean", "p10", "p90")}
 EMPTY_ARMS = {"arm": [], **{b: [] for b in BASELINES}}
 """The training plots' columns before a run has delivered its first steps."""
+
+
+BASELINE_EFFECT = card_spec("bandit/baseline-effect", PREDICT, PREDICT_CHOICES, "spread")
+WHICH_ARM = card_spec("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most")
+CARDS = (BASELINE_EFFECT, WHICH_ARM)
+"""The page's prediction cards, in the order it shows them (the room's tally lists them so)."""
 
 
 class BanditPage(pn.viewable.Viewer):
@@ -161,8 +167,8 @@ class BanditPage(pn.viewable.Viewer):
         self.b_to_star.on_click(lambda _event: self.set_b(optimal_baseline(self.means, self.theta)))
         self.table = pn.pane.HTML(training_table(None), sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
         self.guide = session_guide()
-        self.predict_card = PredictionCard("bandit/baseline-effect", PREDICT, PREDICT_CHOICES, "spread", PREDICT_EXPLANATION, guide=self.guide)
-        self.arm_card = PredictionCard("bandit/which-arm", ARM_QUESTION, ARM_CHOICES, "most", ARM_EXPLANATION, guide=self.guide)
+        self.predict_card = PredictionCard.of(BASELINE_EFFECT, PREDICT_EXPLANATION, self.guide)
+        self.arm_card = PredictionCard.of(WHICH_ARM, ARM_EXPLANATION, self.guide)
         self.view: TrainingView | None = None
         self.delayed_restart = Debounce(RESTART_DELAY_MS)
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed,

@@ -68,7 +68,7 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
@@ -117,6 +117,12 @@ def beta_of(log_beta: float) -> float:
     return float(f"{10.0**log_beta:.2g}")
 
 
+BETA_TO_ZERO = card_spec("kl/beta-to-zero", COLLAPSE_QUESTION, COLLAPSE_CHOICES, "collapses")
+NEVER_WRITTEN = card_spec("kl/never-written", NEVER_QUESTION, NEVER_CHOICES, "zero")
+CARDS = (BETA_TO_ZERO, NEVER_WRITTEN)
+"""The page's prediction cards, in the order it shows them (the room's tally lists them so)."""
+
+
 class KLPage(pn.viewable.Viewer):
     """log10 beta, the "superb" toggle and the two-reply gap; pi_ref and pi*, the frontier, the numbers."""
 
@@ -161,8 +167,8 @@ class KLPage(pn.viewable.Viewer):
         self.two = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         self.zero = pn.pane.HTML(sizing_mode="stretch_width")
         self.guide = session_guide()
-        self.collapse_card = PredictionCard("kl/beta-to-zero", COLLAPSE_QUESTION, COLLAPSE_CHOICES, "collapses", collapse_text(reply_space(False)[0]), guide=self.guide)
-        self.never_card = PredictionCard("kl/never-written", NEVER_QUESTION, NEVER_CHOICES, "zero", never_written_text(reply_space(True)[0]), guide=self.guide)
+        self.collapse_card = PredictionCard.of(BETA_TO_ZERO, collapse_text(reply_space(False)[0]), self.guide)
+        self.never_card = PredictionCard.of(NEVER_WRITTEN, never_written_text(reply_space(True)[0]), self.guide)
         self.lm_curve = ColumnDataSource({"beta": [], "kl": [], "reward": []}, name="sampled_frontier")
         self.lm_paths = ColumnDataSource({"xs": [], "ys": [], "colour": [], "label": []}, name="run_paths")
         self.lm_points = ColumnDataSource({k: [] for k in ("run", "step", "kl", "reward", "frontier_reward", "colour", "label")},

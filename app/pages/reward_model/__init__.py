@@ -44,7 +44,7 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
@@ -69,6 +69,11 @@ TRAINER = SettingsControls(RewardModelSettings)
 """The training's controls (engines/lm/reward_model.py): changing one retrains the reward model."""
 
 # --- the page ---------------------------------------------------------------------------------------------------
+
+
+THREE_MODELS = card_spec("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", kind="Check yourself")
+CARDS = (THREE_MODELS,)
+"""The page's prediction card (the room's tally lists it)."""
 
 
 class RewardModelPage(pn.viewable.Viewer):
@@ -122,8 +127,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.save_button.on_click(lambda _event: self.save_model())
 
         self.guide = session_guide()
-        self.check_card = PredictionCard("reward-model/three-models", CHECK_QUESTION, CHECK_CHOICES, "ab", check_yourself_text(),
-                                         guide=self.guide, kind="Check yourself")
+        self.check_card = PredictionCard.of(THREE_MODELS, check_yourself_text(), self.guide)
 
         self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)

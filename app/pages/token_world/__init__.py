@@ -74,7 +74,7 @@ from widgets.equation_card import equation, equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.run_controls import seed_control
 from widgets.sections import LazySections
 from widgets.sliders import CappedSlider, slider
@@ -97,6 +97,11 @@ REWARD_SHIFT = 5.0
 """The seed's shift: every episode gets +5 (5 for failure, 6 for success)."""
 REPORT_AT = (10, 25, 50, 150)
 """Updates after which the seed's training table reports the success probability."""
+
+
+BEST_LAMBDA = card_spec("token-world/best-lambda", PREDICT, PREDICT_CHOICES, "0")
+CARDS = (BEST_LAMBDA,)
+"""The page's prediction card (the room's tally lists it)."""
 
 
 class TokenWorldPage(pn.viewable.Viewer):
@@ -137,7 +142,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         self.episode_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.why = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.guide = session_guide()
-        self.predict_card = PredictionCard("token-world/best-lambda", PREDICT, PREDICT_CHOICES, "0", PREDICT_EXPLANATION, guide=self.guide)
+        self.predict_card = PredictionCard.of(BEST_LAMBDA, PREDICT_EXPLANATION, self.guide)
         self.threshold_cap = CappedSlider(self.param.threshold, self.param.T, THRESHOLD_CLAMPED, width=300)
         self.mc_status = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.mc_job = JobView(self._apply_mc, self.start_mc, time_limit=limits.current().compute_seconds)

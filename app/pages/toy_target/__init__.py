@@ -67,7 +67,7 @@ from widgets.equation_card import equation_card
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, session_guide
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
@@ -83,6 +83,12 @@ T, V = LAB_T, LAB_V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
 TASK = SettingsControls(ToyTargetSettings)
 """The experiment's and the training's controls (engines/toy_target.py); T and V are the lab's."""
+
+
+UNIFORM_START = card_spec("toy-target/uniform-start", START_QUESTION, START_CHOICES, "every", kind="Check yourself")
+VARIANCE_RANKING = card_spec("toy-target/variance-ranking", PREDICT, RANKING_CHOICES, RANKING_ANSWER)
+CARDS = (UNIFORM_START, VARIANCE_RANKING)
+"""The page's prediction cards, in the order it shows them (the room's tally lists them so)."""
 
 
 class ToyTargetPage(pn.viewable.Viewer):
@@ -141,10 +147,8 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.training_job = JobView(self._apply_training, self.start_training, time_limit=compute_seconds)
         self._started = False
         self.guide = session_guide()
-        self.start_card = PredictionCard(
-            "toy-target/uniform-start", START_QUESTION, START_CHOICES, "every", check_yourself_text(), guide=self.guide, kind="Check yourself"
-        )
-        self.ranking_card = PredictionCard("toy-target/variance-ranking", PREDICT, RANKING_CHOICES, RANKING_ANSWER, RANKING_EXPLANATION, guide=self.guide)
+        self.start_card = PredictionCard.of(UNIFORM_START, check_yourself_text(), self.guide)
+        self.ranking_card = PredictionCard.of(VARIANCE_RANKING, RANKING_EXPLANATION, self.guide)
         self.sections = LazySections(self.param.section, {
             "figure2": ("Figure 2: one coordinate", self._figure2_section),
             "means": ("Means against the exact gradient", self._means_section),

@@ -1,0 +1,204 @@
+"""The room: the teacher's token (403, a replayed link, never in the log), the tally of the cards (answers, changes,
+closed tabs, forgeries, a flood), pacing, and the counts of two web processes on one Dask scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+
+import pytest
+from bokeh.util.token import generate_jwt_token, generate_session_id
+
+from app import room as room_module
+from app.cluster import current
+from app.limits import ServerLimits
+from app.pages import room as room_page
+from app.pages.bandit import BASELINE_EFFECT, WHICH_ARM
+from app.room import REFUSED, Counts, LocalBoard, Pace, Room, SchedulerBoard, TeacherToken, pace_for, read_pace
+from tests.servers import page_token, pull_document, serving_in_process, wait_until
+from widgets.predict import Guide, PredictionCard
+
+TOKEN = "a-teachers-token-for-the-tests"
+TITLES = {"": "Overview", "bandit": "Bandit", "kl": "KL"}
+
+
+def learner(the_room: Room, session: str, route: str = "bandit") -> tuple[Guide, list[PredictionCard], callable]:
+    """A learner's session on `route`: its guide, the bandit page's two cards (none elsewhere), and the function its
+    closed tab calls."""
+    guide = Guide()
+    cards = [PredictionCard.of(spec, "", guide) for spec in (BASELINE_EFFECT, WHICH_ARM)] if route == "bandit" else []
+    return guide, cards, the_room.enter(session, route, guide)
+
+
+def watched(the_room: Room) -> list[Counts]:
+    seen: list[Counts] = []
+    the_room.watch(seen.append)
+    return seen
+
+
+def test_the_tally_follows_answers_changes_and_closed_tabs_and_ignores_forgeries():
+    the_room = Room(LocalBoard())
+    seen = watched(the_room)
+    _, (a, _), leave_a = learner(the_room, "a")
+    guide_b, (b, b_arm), _ = learner(the_room, "b")
+    guide_c, _, _ = learner(the_room, "c", route="kl")  # on another page: counted there, with no bandit card
+    a.view._handle_msg({"commit": "spread"})
+    b.view._handle_msg({"commit": "mean"})
+    b_arm.view._handle_msg({"commit": "most"})
+    b.view._handle_msg({"commit": "made-up"})  # a choice the card does not offer
+    guide_b.answers = {**guide_b.answers, "bandit/invented-card": "x", "kl/beta-to-zero": "collapses"}  # stored, forged
+    guide_c.answers = {"bandit/baseline-effect": "spread"}  # an answer to a card its page does not show
+    the_room.look()
+    assert seen[-1] == Counts({"bandit": 2, "kl": 1}, {"bandit/baseline-effect": {"spread": 1, "mean": 1},
+                                                     "bandit/which-arm": {"most": 1}})
+    b.view._handle_msg({"commit": "spread"})  # a changed answer moves its count
+    leave_a()  # a closed tab leaves the tally
+    the_room.look()
+    assert seen[-1] == Counts({"bandit": 1, "kl": 1}, {"bandit/baseline-effect": {"spread": 1}, "bandit/which-arm": {"most": 1}})
+    guide_b.counted = False  # "Counted in the room" switched off: still on the page, no answer counted
+    the_room.look()
+    assert seen[-1] == Counts({"bandit": 1, "kl": 1}, {})
+
+
+def test_a_flood_of_answer_changes_from_one_tab_leaves_the_tally_right():
+    the_room = Room(LocalBoard())
+    seen = watched(the_room)
+    _, (card, _), _ = learner(the_room, "flood")
+    _, (other, _), _ = learner(the_room, "calm")
+    other.view._handle_msg({"commit": "neither"})
+    rng = random.Random(0)
+    choices = [value for value, _ in BASELINE_EFFECT.choices]
+    for k in range(2000):
+        message = rng.choice([{"commit": rng.choice(choices)}, {"forget": True}, {"commit": "x" * 10_000}, {"commit": k}])
+        card.view._handle_msg(message)
+        if k % 200 == 0:
+            the_room.look()
+    card.view._handle_msg({"commit": "both"})
+    the_room.look()
+    assert seen[-1].answers == {"bandit/baseline-effect": {"both": 1, "neither": 1}}
+
+
+def test_two_web_processes_on_one_scheduler_count_together_and_one_that_stops_drops_out(monkeypatch):
+    """Two rooms with process ids of their own on the test session's real Dask scheduler, as two web processes
+    joined to one scheduler are; the teacher's view is on the first."""
+    client = current().client
+    client.set_metadata([room_module.BOARD_KEY], {})  # a board of its own for this test
+    first, second = Room(SchedulerBoard(client), "web-1"), Room(SchedulerBoard(client), "web-2")
+    seen = watched(first)
+    banners: list[Pace | None] = []
+    second.follow_pace(banners.append)
+    _, (a, _), _ = learner(first, "a")
+    _, (b, _), leave_b = learner(second, "b")
+    a.view._handle_msg({"commit": "spread"})
+    b.view._handle_msg({"commit": "spread"})
+    for each in (second, first):
+        each.look()
+    assert seen[-1] == Counts({"bandit": 2}, {"bandit/baseline-effect": {"spread": 2}})
+    first.send(Pace("/kl?beta=0.1", "KL"))
+    first.look()
+    second.look()
+    assert banners[-1] is not None and (banners[-1].link, banners[-1].title) == ("/kl?beta=0.1", "KL")
+    leave_b()
+    second.look()
+    first.look()
+    assert seen[-1] == Counts({"bandit": 1}, {"bandit/baseline-effect": {"spread": 1}})
+    _, (b, _), _ = learner(second, "b2")
+    b.view._handle_msg({"commit": "mean"})
+    second.look()
+    first.look()
+    assert seen[-1].answers == {"bandit/baseline-effect": {"spread": 1, "mean": 1}}
+    monkeypatch.setattr(room_module, "STALE_SECONDS", 0.3)  # the second process stops looking (killed)
+    wait_until(lambda: first.look() or seen[-1].answers == {"bandit/baseline-effect": {"spread": 1}}, 10, "the stopped process dropped")
+    second._leave_board()  # a process that exits takes its entry off the board at once
+    assert client.get_metadata([room_module.BOARD_KEY, "processes", "web-2"]) is None
+
+
+def test_a_link_sent_to_the_class_is_a_path_of_one_of_the_apps_pages():
+    pace = pace_for("http://lab.example.org:8080/bandit?b=0.3&token=secret", TITLES)  # the teacher's own address bar
+    assert (pace.link, pace.title) == ("/bandit?b=0.3", "Bandit")
+    assert pace_for("https://elsewhere.example.com/kl", TITLES).link == "/kl"  # never another site: its path only
+    assert pace_for("/", TITLES).title == "Overview"
+    for bad, sentence in (("", "Paste a link"), ("/room?token=x", "not a page"), ("/nowhere", "not a page"), ("/" + "b" * 5000, "longer")):
+        with pytest.raises(ValueError, match=sentence):
+            pace_for(bad, TITLES)
+    assert read_pace({"link": "//evil.example.com/", "title": "x", "id": "1"}) is None
+    assert read_pace({"link": "/kl", "title": 3, "id": "1"}) is None
+
+
+def test_the_token_is_compared_whole_and_a_token_of_the_wrong_form_is_refused(monkeypatch):
+    token = TeacherToken(TOKEN)
+    assert token.admits(TOKEN) and not token.admits(TOKEN[:-1]) and not token.admits(None) and not token.admits(["x"])
+    assert not token.admits(TOKEN + "é")
+    assert TeacherToken().value != TeacherToken().value and len(TeacherToken().value) >= 32
+    with pytest.raises(ValueError, match="16 to 128"):
+        TeacherToken.from_environment("short")
+    monkeypatch.setenv(room_module.TOKEN_VARIABLE, TOKEN)
+    assert TeacherToken.from_environment(None).value == TOKEN
+
+
+def test_the_room_view_shows_one_card_to_the_class_and_reveals_its_answer_only_when_asked():
+    view = room_page.RoomView(room=Room(LocalBoard()))
+    view.show_counts(Counts({"bandit": 3}, {"bandit/baseline-effect": {"spread": 2, "mean": 1}, "forged/card": {"x": 9}}))
+    assert view.tally.counts == {"bandit/baseline-effect": {"spread": 2, "mean": 1}}
+    assert "3 learners are here now" in view.learners.object and "Bandit" in view.learners.object
+    view._from_browser({"show": "forged/card"})
+    view._from_browser({"reveal": True})  # nothing shown: nothing to reveal
+    assert view.tally.shown == "" and view.tally.answer == ""
+    view._from_browser({"show": "bandit/baseline-effect"})
+    assert view.tally.shown == "bandit/baseline-effect" and view.tally.answer == ""  # the answer has not left the server
+    assert all("answer" not in card for card in view.tally.cards)
+    view._from_browser({"reveal": True})
+    assert view.tally.answer == "spread"
+    view._from_browser({"show": ""})
+    assert view.tally.shown == "" and view.tally.answer == ""
+    view.link.value = "/nowhere"
+    view.send()
+    assert "not a page of this app" in view.pace_line.object
+    view.close()
+
+
+def test_the_room_view_is_refused_without_the_token_and_a_link_replayed_after_a_restart(app_server):
+    server = app_server("--ready-pages", "0")
+    link = re.search(r"http://\S+/room\?token=(\S+)", server.output())
+    assert link is not None, server.output()
+    token = link.group(1)
+    assert server.get("/room") == (403, REFUSED)
+    assert server.get("/room?token=" + token[:-1] + ("A" if token[-1] != "A" else "B")) == (403, REFUSED)
+    assert "What the class predicted" in server.open_session("room", f"?token={token}")
+    # A websocket opened with a session token of its own making, without the page's GET: the room's one sentence.
+    forged = generate_jwt_token(generate_session_id(), signed=False, extra_payload={"headers": {}, "cookies": {}, "arguments": {}})
+    assert "fl-refused" in asyncio.run(pull_document(server.url, "room", forged))
+    restarted = app_server("--ready-pages", "0")
+    assert restarted.get(f"/room?token={token}") == (403, REFUSED)
+    assert token not in server.log() + restarted.log()
+
+
+def test_the_token_never_reaches_the_log_after_a_session_of_visits(monkeypatch):
+    """Every logger at DEBUG into one captured list: the requests' URLs are there, the token never."""
+    records: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: records.append(logging.Formatter("%(name)s %(message)s").format(record))
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", logging.DEBUG)
+    for name in ("tornado", "tornado.access", "bokeh", "panel"):
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.DEBUG)
+    monkeypatch.setattr(logging.getLogger("bokeh"), "propagate", True)
+    root.addHandler(handler)
+    try:
+        with serving_in_process(monkeypatch, ServerLimits(ready_pages=0, unused_session_seconds=1), teacher=TeacherToken(TOKEN)) as url:
+            for path in ("/room", "/room?token=wrong-token-of-a-visitor", f"/room?token={TOKEN}", f"/bandit?token={TOKEN}", "/kl"):
+                try:
+                    import urllib.request
+
+                    urllib.request.urlopen(url + path, timeout=30).read()
+                except OSError:
+                    pass
+            asyncio.run(pull_document(url, "room", page_token(url, "room", f"?token={TOKEN}&section=x")))
+    finally:
+        root.removeHandler(handler)
+    text = "\n".join(records)
+    assert "GET /room?token=wrong-token-of-a-visitor" in text  # the access log writes every request's URL
+    assert "GET /room?token=[token]" in text
+    assert TOKEN not in text
