@@ -6,7 +6,6 @@ snapshot_download), the free disk and memory where the standard library and psut
 """
 
 import shutil
-import threading
 import time
 from collections import namedtuple
 from types import SimpleNamespace

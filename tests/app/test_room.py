@@ -181,9 +181,12 @@ def test_the_token_never_reaches_the_log_after_a_session_of_visits(monkeypatch):
     handler = logging.Handler(logging.DEBUG)
     handler.emit = lambda record: records.append(logging.Formatter("%(name)s %(message)s").format(record))
     root = logging.getLogger()
-    monkeypatch.setattr(root, "level", logging.DEBUG)
-    for name in ("tornado", "tornado.access", "bokeh", "panel"):
-        monkeypatch.setattr(logging.getLogger(name), "level", logging.DEBUG)
+    loggers = [root, *map(logging.getLogger, ("tornado", "tornado.access", "bokeh", "panel"))]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        # setLevel, not the attribute: it also empties every logger's cache of isEnabledFor, which an earlier test's
+        # quieter levels may have filled (then the access log's INFO lines would never be made).
+        logger.setLevel(logging.DEBUG)
     monkeypatch.setattr(logging.getLogger("bokeh"), "propagate", True)
     root.addHandler(handler)
     try:
@@ -198,6 +201,8 @@ def test_the_token_never_reaches_the_log_after_a_session_of_visits(monkeypatch):
             asyncio.run(pull_document(url, "room", page_token(url, "room", f"?token={TOKEN}&section=x")))
     finally:
         root.removeHandler(handler)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
     text = "\n".join(records)
     assert "GET /room?token=wrong-token-of-a-visitor" in text  # the access log writes every request's URL
     assert "GET /room?token=[token]" in text
