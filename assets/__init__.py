@@ -1,8 +1,8 @@
 """The files Feedback Lab reads at run time, shipped inside the package so that an installed wheel has them.
 
-    app.css             the pages' stylesheet (app/server.py)
-    page.html           the pages' template: the viewport, the header menu, names for controls Bokeh leaves unnamed (app/server.py)
-    thumbnails/         the index's picture of each page, drawn by `feedback-lab thumbnails` (app/thumbnails.py)
+    app.css             the pages' stylesheet (app/serving/server.py)
+    page.html           the pages' template: the viewport, the header menu, names for controls Bokeh leaves unnamed (app/serving/server.py)
+    thumbnails/         the index's picture of each page, drawn by `feedback-lab thumbnails` (app/pages/thumbnails.py)
     models/embedded/    the embedded language model and its tokenizer (engines/lm/models.py)
     prompts/            the movie-review openings the live run trains and evaluates on (engines/lm/review_corpus.py)
     preferences/        the lab's prompts, the word lists of the gold score g and the bundled

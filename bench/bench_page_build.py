@@ -2,7 +2,7 @@
 
     python -m bench.bench_page_build [--repeats 3] [--pages ROUTE ...] [--revealed]
 
-For the index, each page and the teacher's room view: the page in its template (`app.server.build_page`), the
+For the index, each page and the teacher's room view: the page in its template (`app.serving.server.build_page`), the
 template's Bokeh document (`server_doc`, which creates every Bokeh model), and that document as
 JSON (what the browser is sent), in CPU seconds of the thread that serves the visit (work a page
 hands to a worker thread, such as a training run it starts, is not counted); the median of
@@ -26,8 +26,8 @@ from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from app.pages import available_pages
-from app.room import ROUTE as ROOM
-from app.server import build_index, build_page, framed_room, route_link
+from app.serving.room import ROUTE as ROOM
+from app.serving.server import build_index, build_page, framed_room, route_link
 from widgets.predict import Guide
 
 @contextmanager
@@ -91,7 +91,7 @@ def stop_model_jobs() -> None:
     """Close the local cluster the visits connected to (the model pages' jobs, the live-run page's watch of the line),
     before the interpreter's exit has shut down the threads Dask sends with: otherwise it fails mid-message as the
     process ends."""
-    from app.cluster import current
+    from app.jobs.cluster import current
 
     current().close()
 

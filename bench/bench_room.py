@@ -3,7 +3,7 @@
     python -m bench.bench_room [--repeats 300]
 
 1. The shared place. On a Dask scheduler in a process of its own (the local cluster `feedback-lab
-   serve` starts, app.cluster), for a web process's board entry of realistic size (every card of the
+   serve` starts, app.jobs.cluster), for a web process's board entry of realistic size (every card of the
    app with four choices, nine pages): the round trip of the scheduler's metadata (`set_metadata`
    then `get_metadata` of the whole board, what a web process does at each look), of a Dask
    `Variable` (`set`, then `get`), and the latency of Dask's events from one client to another
@@ -26,7 +26,7 @@ from bokeh.core.serialization import Serializer
 from panel.io.state import set_curdoc
 
 from app.pages import available_pages
-from app.room import BOARD_KEY, Counts, LocalBoard, Room
+from app.serving.room import BOARD_KEY, Counts, LocalBoard, Room
 
 
 def board_entry(rng: np.random.Generator) -> dict:
@@ -76,7 +76,7 @@ def event_latency(client, other, repeats: int) -> dict[str, float]:
 def shared_places(repeats: int) -> dict[str, dict[str, float]]:
     from distributed import Client, Variable
 
-    from app.cluster import Cluster
+    from app.jobs.cluster import Cluster
 
     cluster = Cluster(slots=1)
     client = cluster.client

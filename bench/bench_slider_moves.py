@@ -7,7 +7,7 @@ current document) with every prediction card answered and every section's tab op
 every plot is shown and updated. Then
 each slider of the page is moved `--moves` times, one step at a time in one direction (turning at
 an end), as a browser's change arrives (`widget._process_events`), with the process's results
-cache (app.results_cache) emptied first: each move asks for values nobody has asked for yet; a move's cost is the CPU time of this
+cache (app.serving.results_cache) emptied first: each move asks for values nobody has asked for yet; a move's cost is the CPU time of this
 thread from the change to the PATCH-DOC message for the browser serialised as JSON: the page's
 callbacks, its engine calls and Bokeh's patch. Work a move hands to a worker thread (a training
 run restarted) is not counted. The first move of each slider is printed apart (what a learner's
@@ -27,7 +27,7 @@ from bokeh.document import Document
 from bokeh.protocol import Protocol
 from panel.io.state import set_curdoc, state
 
-from app.results_cache import RESULTS
+from app.serving.results_cache import RESULTS
 from bench.bench_page_build import builders, prompts, stop_model_jobs
 
 GOAL_MEDIAN, GOAL_P95 = 0.030, 0.100

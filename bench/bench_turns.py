@@ -5,7 +5,7 @@
 A worker runs a class's distinct live runs on its threads, one torch thread each. This trains
 `--runs` REINFORCE runs of the embedded model (the seed's batch, 16 x 4 x 24) side by side in
 threads of this process, twice: every run stepping whenever it likes, then with
-app.cluster.COMPUTE_TURNS's rule (as many steps computed at once as the process has cores, the
+app.jobs.cluster.COMPUTE_TURNS's rule (as many steps computed at once as the process has cores, the
 other runs waiting between their steps, first come first served); and, for the ceiling, as many
 runs as cores alone. It prints the steps per second of all the runs together, each way.
 """
@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from app.cluster import TakeTurns
+from app.jobs.cluster import TakeTurns
 from engines.lm.models import transformers_classes
 from engines.lm.reinforce import LMRun
 from engines.lm.settings import LMSettings

@@ -29,7 +29,7 @@ def returned_mb() -> float:
     Light to import (bench/scheduler_memory.py runs it in the scheduler's process, whose size is what it reads)."""
     import psutil
 
-    from app.freed_memory import glibc_malloc_trim
+    from app.serving.freed_memory import glibc_malloc_trim
 
     gc.collect()
     malloc_trim = glibc_malloc_trim()
@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch  # noqa: F401
     import transformers  # noqa: F401
 
-    import app.cluster  # noqa: F401
-    import app.model_jobs  # noqa: F401
+    import app.jobs.cluster  # noqa: F401
+    import app.jobs.model_jobs  # noqa: F401
     from app.pages import available_pages
 
     available_pages()  # imports every page module

@@ -176,7 +176,7 @@ def resident_mb(pid: int) -> dict[str, float]:
 SETTLED_SHARE = 0.2
 SETTLED_WINDOW = 2.0
 """A server has settled once its process used less than SETTLED_SHARE of a core over SETTLED_WINDOW seconds: the sessions
-it builds ahead (app/ready_pages.py) are all built."""
+it builds ahead (app/serving/ready_pages.py) are all built."""
 
 
 async def settled(server: Server, longest: float = 60.0) -> None:

@@ -3,7 +3,7 @@
     python -m bench.ready_pages [--ready-pages 5]
 
 starts `python -m app.cli serve` twice on free localhost ports, once with `--ready-pages 0` and
-once with `--ready-pages N` (app/ready_pages.py), and for each waits from its first answer to
+once with `--ready-pages N` (app/serving/ready_pages.py), and for each waits from its first answer to
 /healthz until it has been nearly idle for two seconds (bench.load_test.settled: the sessions built
 ahead all built), then reads its resident memory. Printed: both servers' memory, the difference per
 session built ahead, and the seconds each took to settle.

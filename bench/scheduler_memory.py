@@ -3,8 +3,8 @@
     python -m bench.scheduler_memory [--jobs 1000] [--every 200] [--warmup 150] [--churn] [--snapshot-bytes 0]
                                      [--argument-bytes 0] [--stop]
 
-Starts the local cluster `feedback-lab serve` starts (app.cluster: the scheduler in a process of
-its own, preloaded with app.scheduler_upkeep, one CPU worker), runs `--warmup` jobs, then
+Starts the local cluster `feedback-lab serve` starts (app.jobs.cluster: the scheduler in a process of
+its own, preloaded with app.jobs.scheduler_upkeep, one CPU worker), runs `--warmup` jobs, then
 `--jobs` more, one after another, each a generator of five snapshots (small numbers, or
 `--snapshot-bytes` bytes each) read to its end as a page reads a job; with `--argument-bytes`, the job
 carries that many bytes, unread, as a reward-model training carries its pairs (the bundled 2,000 pickle
@@ -59,9 +59,9 @@ def churn_interned_strings() -> None:
 
 def short_span_grace() -> None:
     """Run on the scheduler: drop finished spans 2 s after their tasks, not two minutes."""
-    import app.scheduler_upkeep
+    import app.jobs.scheduler_upkeep
 
-    app.scheduler_upkeep.SPAN_GRACE_SECONDS = 2.0
+    app.jobs.scheduler_upkeep.SPAN_GRACE_SECONDS = 2.0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker runs this module's job by value
-    from app.cluster import Cluster, Queued, Started
+    from app.jobs.cluster import Cluster, Queued, Started
 
     cluster = Cluster()
     run_on_scheduler = cluster.client.run_on_scheduler

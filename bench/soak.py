@@ -9,9 +9,9 @@ soaks one page at a time, the index first: `--warmup` open-and-close cycles of t
 up (imports, caches, first allocations: on the bandit and toy-target pages memory still climbed
 through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory, `--cycles`
 more cycles with the resident memory read again after every `--every` of them, each reading taken
-once the closed sessions have been dropped, collected (app.server.collect_on_a_timer) and their
-freed memory handed back (app.freed_memory.trim_freed_memory), and once the server has been nearly idle
-for two seconds (the sessions it builds ahead, app/ready_pages.py, all built again); the local
+once the closed sessions have been dropped, collected (app.serving.server.collect_on_a_timer) and their
+freed memory handed back (app.serving.freed_memory.trim_freed_memory), and once the server has been nearly idle
+for two seconds (the sessions it builds ahead, app/serving/ready_pages.py, all built again); the local
 cluster's scheduler, a process of its own, is read at the same moments (its growth printed apart). Two readings alone cannot tell a leak from the allocator's noise,
 so the growth per cycle is the least-squares slope of the readings against the cycle, with its
 standard error: a leak is a slope several standard errors above zero. Each reading is the whole
@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from app.pages import available_pages
-from app.freed_memory import TRIM_SECONDS
+from app.serving.freed_memory import TRIM_SECONDS
 from bench.load_test import PageSession, resident_mb, server_log_problems, settled
 from tests.servers import Server, start_server, stop_server
 

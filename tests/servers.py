@@ -176,14 +176,14 @@ def answers(url: str) -> bool:
 
 @contextmanager
 def serving_in_process(monkeypatch, server_limits, **options) -> Iterator[str]:
-    """`app.server.serve` on a free port of this process with `server_limits`, its URL once it answers; stopped after.
+    """`app.serving.server.serve` on a free port of this process with `server_limits`, its URL once it answers; stopped after.
 
     serve() sets process-wide state (the limits, the callback error handler, the sessions built ahead, torch's
     threads): `monkeypatch` puts it back after.
     """
     import panel as pn
 
-    from app import limits, ready_pages, server
+    from app.serving import limits, ready_pages, server
 
     monkeypatch.setattr(limits, "_installed", limits._installed)
     monkeypatch.setattr(pn.config, "exception_handler", pn.config.exception_handler)

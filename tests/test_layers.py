@@ -1,10 +1,10 @@
 """The project's layers hold: no import circle anywhere, and no module imports one of a layer above its own.
 
-From the bottom: the data files, the engines, the widgets, then app/ in three heights (what the
-pages and the server share: the model jobs, their cluster, run files, limits and caches; the
-pages with their texts; the server), the command line on top of app/, and the benchmarks over
-everything. `LAYERS` is the one place that says which module is where: regrouping app/ changes
-that table and nothing else here. Every import statement counts, inside functions too
+From the bottom: the data files, the engines, the widgets, then app/ in three heights (the model
+jobs, app/jobs/, with the parts of serving the pages use: limits, the offer, caches, the room's
+counts; the pages, app/pages/, and the lab; the server, the rest of app/serving/), the command
+line (app/cli/) on top of app/, and the benchmarks over everything. `LAYERS` is the one place that
+says which module is where. Every import statement counts, inside functions too
 (tests/imports.py).
 """
 
@@ -15,12 +15,12 @@ LAYERS = (
     ("the engines", ("engines",)),
     ("the widgets", ("widgets",)),
     ("model jobs and what the pages share", (
-        "app", "app.cluster", "app.scheduler_upkeep", "app.freed_memory", "app.model_cache", "app.model_jobs",
-        "app.runs", "app.shared_runs", "app.offered", "app.limits", "app.results_cache", "app.options",
+        "app", "app.jobs", "app.serving.freed_memory", "app.serving.limits", "app.serving.offered", "app.serving.results_cache",
+        "app.serving.room",
     )),
     ("the pages", ("app.pages", "app.lab")),
-    ("the server", ("app.server", "app.ready_pages")),
-    ("the command line", ("app.cli", "app.train_lm", "app.preferences_cli", "app.embedded_model", "app.figures")),
+    ("the server", ("app.serving",)),
+    ("the command line", ("app.cli",)),
     ("the benchmarks", ("bench",)),
 )
 """The layers, bottom first, each with the modules and packages it holds. A module belongs to the layer of the
@@ -56,9 +56,9 @@ def test_no_import_circle():
 
 
 def test_the_circle_finder_finds_a_planted_circle():
-    assert "app.runs" in EDGES["app.shared_runs"]
-    circle = find_circle(EDGES | {"app.runs": EDGES["app.runs"] | {"app.shared_runs"}})
-    assert circle is not None and circle[0] == circle[-1] and {"app.runs", "app.shared_runs"} <= set(circle)
+    assert "app.jobs.runs" in EDGES["app.jobs.shared_runs"]
+    circle = find_circle(EDGES | {"app.jobs.runs": EDGES["app.jobs.runs"] | {"app.jobs.shared_runs"}})
+    assert circle is not None and circle[0] == circle[-1] and {"app.jobs.runs", "app.jobs.shared_runs"} <= set(circle)
 
 
 def test_no_module_imports_a_layer_above_its_own():
@@ -67,22 +67,22 @@ def test_no_module_imports_a_layer_above_its_own():
 
 def test_planted_climbs_are_caught():
     planted = {
-        "widgets.streaming": "app.model_jobs",  # a widget reaching into app's model jobs
-        "app.model_jobs": "app.preferences_cli",  # a model job borrowing from the command line
-        "app.pages.live_run.text": "app.train_lm",  # a page's text borrowing from the command line
+        "widgets.streaming": "app.jobs.model_jobs",  # a widget reaching into app's model jobs
+        "app.jobs.model_jobs": "app.cli.preferences",  # a model job borrowing from the command line
+        "app.pages.live_run.text": "app.cli.train_lm",  # a page's text borrowing from the command line
         "engines.lm.results": "widgets.downloads",  # an engine importing a widget
     }
     assert climbs(EDGES | {m: EDGES[m] | {target} for m, target in planted.items()}) == [
-        "app.model_jobs (model jobs and what the pages share) imports app.preferences_cli (the command line)",
-        "app.pages.live_run.text (the pages) imports app.train_lm (the command line)",
+        "app.jobs.model_jobs (model jobs and what the pages share) imports app.cli.preferences (the command line)",
+        "app.pages.live_run.text (the pages) imports app.cli.train_lm (the command line)",
         "engines.lm.results (the engines) imports widgets.downloads (the widgets)",
-        "widgets.streaming (the widgets) imports app.model_jobs (model jobs and what the pages share)",
+        "widgets.streaming (the widgets) imports app.jobs.model_jobs (model jobs and what the pages share)",
     ]
 
 
 def test_an_import_inside_a_function_counts():
-    """app.offered imports app.runs only inside its functions."""
-    assert "app.runs" in EDGES["app.offered"]
+    """app.serving.offered imports app.jobs.runs only inside its functions."""
+    assert "app.jobs.runs" in EDGES["app.serving.offered"]
 
 
 def test_the_command_line_sits_on_top_of_app():

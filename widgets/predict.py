@@ -9,7 +9,7 @@ Then the card marks the choice right or not and explains.
 What a learner has answered, and whether they want the prompts at all, belongs to their
 browser, not to the server: `Guide` holds it for one session and `BrowserStore`, a small
 JavaScript component in the page header (the "Guided prompts" switch, and the "Counted in the
-room" switch), mirrors it into the browser's localStorage. The room's tally (app/room.py) reads
+room" switch), mirrors it into the browser's localStorage. The room's tally (app/serving/room.py) reads
 only `Guide.tally()`: the session's answers to the cards its page shows, while the learner has
 left the room switch on; it keeps counts per card and choice, nothing else. A reload, another page or a new tab of the same browser starts where the
 learner left off; another browser, or a link sent to someone, starts afresh. Where localStorage refuses to

@@ -2,7 +2,7 @@
 
 An engine's frozen settings dataclass (engines.lm.settings.LMSettings, engines.toy_target.ToyTargetSettings, ...)
 is the one definition of each of its settings: its default, and the docstring line under it that says what it
-means. The command line takes its options from it (app/options.py); a page takes its controls from it here:
+means. The command line takes its options from it (app/cli/options.py); a page takes its controls from it here:
 
     LM = SettingsControls(LMSettings)
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from app.runs import REWARD_MODELS, RUNS_DIR
+from app.jobs.runs import REWARD_MODELS, RUNS_DIR
 from engines.bradley_terry import Normalizer
 from engines.lm.preferences import PreferencePairs, split_pairs
 from engines.lm.reward_model import (PROBE_PROMPT, RewardModelSettings, TrainedRewardModel, iter_tau_sweep, load_reward_model,

@@ -8,7 +8,7 @@ A page is a package `app/pages/NAME/` (or, for a page of a few lines, a module `
              and an optional `close()` stops its work when the browser tab closes,
     page()   a factory returning a fresh instance, one per browser session,
 and, if its first view is a function of its controls alone (no run files, no job), may say
-    READY_AHEAD = True   its sessions may be built before they are asked for (app/ready_pages.py).
+    READY_AHEAD = True   its sessions may be built before they are asked for (app/serving/ready_pages.py).
 NAME is listed in PAGE_ORDER; its route is /NAME with "_" written "-". A page whose
 module is absent simply has no route, link or index entry. Beside the view, the package holds
 the page's words (text.py), its figures (figures.py) and any piece that serves this page alone

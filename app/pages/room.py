@@ -1,6 +1,6 @@
 """The teacher's room view: what the class predicted before the reveal, where the learners are, the class's runs.
 
-Opened only by the teacher's link (`feedback-lab serve` prints it; app/room.py checks its token),
+Opened only by the teacher's link (`feedback-lab serve` prints it; app/serving/room.py checks its token),
 it is not a page of the navigation. It shows, live:
 
 - how many learners are on each page now, across every web process of the server;
@@ -12,7 +12,7 @@ it is not a page of the navigation. It shows, live:
 - the class's live runs (the live-run page's list of the runs folder) on one plot, reward and
   KL against the step, coloured by β, each with a link that opens it as the learners see it.
 
-The room's counts come from app/room.py's thread, at most every SYNC_SECONDS; the runs from the
+The room's counts come from app/serving/room.py's thread, at most every SYNC_SECONDS; the runs from the
 runs folder, read again every RUNS_SECONDS while the view is open.
 """
 
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import panel as pn
 
-from app.cluster import Cluster, current as current_cluster
+from app.jobs.cluster import Cluster, current as current_cluster
 from app.pages import available_pages
-from app.room import Counts, Room, current as current_room, pace_for
-from app.runs import RUNS_DIR, Run, RunsFolder, run_status
+from app.serving.room import Counts, Room, current as current_room, pace_for
+from app.jobs.runs import RUNS_DIR, Run, RunsFolder, run_status
 from widgets.class_runs import ClassRunsPlot, RunLine
 from widgets.headings import section_heading
 from widgets.streaming import deliver, session_document

@@ -3,7 +3,7 @@
 `engines.lm.reinforce.LMRun.steps()` yields a `StepResult` per training step and an
 `EvalResult` per held-out evaluation; `worked_example` turns one held-out reply into the
 seed's token-by-token table. These are plain numbers and numpy arrays, with no torch, so the
-run files can be written and read (app/runs.py) where no model is loaded. `format_eval` and
+run files can be written and read (app/jobs/runs.py) where no model is loaded. `format_eval` and
 `format_worked_example` print them as the seed does, for the command line and the pages alike.
 """
 

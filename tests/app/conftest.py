@@ -50,7 +50,7 @@ def roomy_server():
 def offer(monkeypatch):
     """Install what the server offers for this test (as `feedback-lab serve --models ... --rewards ...` does),
     instead of what this machine's cache holds."""
-    from app import offered
+    from app.serving import offered
 
     def install(models=("embedded",), rewards=()) -> offered.Offer:
         chosen = offered.Offer(tuple(models), tuple(rewards))
@@ -64,8 +64,8 @@ def offer(monkeypatch):
 def cpu_taken(tmp_path_factory):
     """The CPU of this test session's local cluster taken by a paused language-model run (a real job on a real
     worker), so that the next job waits in line; `cpu_taken.free()` stops the run (also at the test's end)."""
-    from app.cluster import current
-    from app.model_jobs import LiveRun
+    from app.jobs.cluster import current
+    from app.jobs.model_jobs import LiveRun
     from engines.lm.settings import LMSettings
 
     settings = LMSettings(steps=2000, prompts=1, replies=2, T=4, eval_every=2000, eval_prompts=1, eval_replies=1,

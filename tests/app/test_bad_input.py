@@ -90,7 +90,7 @@ def valid_values(pg) -> dict:
 
 @pytest.mark.parametrize("name", OWN_PAGES)
 def test_every_control_refuses_a_hostile_client_value_in_one_sentence_and_keeps_its_value(name, monkeypatch, tmp_path, caplog):
-    from app import server
+    from app.serving import server
 
     monkeypatch.setattr(pn.config, "exception_handler", server.session_exception)
     pg = build_page(name, monkeypatch, tmp_path)
@@ -148,7 +148,7 @@ def damaged_runs(root):
 
 
 def test_damaged_run_files_are_read_as_far_as_they_go_and_never_break_the_list(tmp_path):
-    from app.runs import list_runs, read_run
+    from app.jobs.runs import list_runs, read_run
 
     damaged_runs(tmp_path)
     runs = {run.id: run for run in list_runs(tmp_path)}
@@ -176,7 +176,7 @@ def test_the_live_run_page_lists_damaged_runs_as_interrupted(app_server, tmp_pat
 
 @pytest.mark.parametrize("model", ["/", "..", "../../etc", "a/../../b", "/etc/passwd", "C:\\x\\..\\y", "x\x00y"])
 def test_a_run_folder_from_any_model_name_stays_one_folder_under_the_runs_root(model, tmp_path):
-    from app.runs import new_run_id
+    from app.jobs.runs import new_run_id
     from engines.lm.settings import LMSettings
 
     try:

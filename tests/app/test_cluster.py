@@ -1,6 +1,6 @@
 """Model jobs on a real Dask cluster: streaming, the device's line, pause, stop, a failing job, a killed worker.
 
-Every test uses this test session's local cluster (app.cluster.current(): one worker process with
+Every test uses this test session's local cluster (app.jobs.cluster.current(): one worker process with
 one 'cpu' slot, started on first use, shared by every test of the session). The jobs here are small
 generators of this module, sent to the worker by value.
 """
@@ -15,12 +15,12 @@ import time
 import cloudpickle
 import pytest
 
-from app import cluster as cluster_module
-from app.cluster import (JOB_NICENESS, RUNS_PER_DEVICE, Cluster, Paused, Queued, Started, TakeTurns, current,
+from app.jobs import cluster as cluster_module
+from app.jobs.cluster import (JOB_NICENESS, RUNS_PER_DEVICE, Cluster, Paused, Queued, Started, TakeTurns, current,
                          slots_from_environment)
-from app.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
-from app.runs import read_run
-from app.scheduler_upkeep import (
+from app.jobs.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
+from app.jobs.runs import read_run
+from app.jobs.scheduler_upkeep import (
     HISTORY,
     SPAN_GRACE_SECONDS,
     STREAM_SUFFIX,
@@ -109,7 +109,7 @@ def forgets_key_names_periodically(dask_scheduler) -> tuple[bool, int]:
 
 
 def test_the_scheduler_and_the_worker_forget_the_keys_of_finished_jobs():
-    # Dask caches the last 100,000 keys it split, and every job's key is new (app/scheduler_upkeep.py).
+    # Dask caches the last 100,000 keys it split, and every job's key is new (app/jobs/scheduler_upkeep.py).
     cluster = current()
     for _ in range(3):
         list(cluster.submit("cpu", "test", counting, 1, 0.0).snapshots())
@@ -121,14 +121,14 @@ def trims_freed_memory() -> bool:
     """Run on the scheduler: whether its thread that hands freed memory back to the system runs."""
     import threading
 
-    from app.freed_memory import TRIM_THREAD
+    from app.serving.freed_memory import TRIM_THREAD
 
     return any(t.name == TRIM_THREAD for t in threading.enumerate())
 
 
 def test_the_local_scheduler_runs_in_a_process_of_its_own_that_returns_freed_memory():
     assert current().client.run_on_scheduler(os.getpid) != os.getpid()
-    from app.freed_memory import glibc_malloc_trim
+    from app.serving.freed_memory import glibc_malloc_trim
 
     assert current().client.run_on_scheduler(trims_freed_memory) is (glibc_malloc_trim() is not None)
 

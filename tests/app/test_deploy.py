@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cluster import JOB_PREFIX, Cluster
-from app.runs import read_run
-from app.scheduler_upkeep import HISTORY
-from app.room import TOKEN_VARIABLE
+from app.jobs.cluster import JOB_PREFIX, Cluster
+from app.jobs.runs import read_run
+from app.jobs.scheduler_upkeep import HISTORY
+from app.serving.room import TOKEN_VARIABLE
 from bench.load_test import ROOM_GUIDE, Classroom, PageSession, keyed
 from tests.app.test_cluster import scheduler_histories
 from tests.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
@@ -154,7 +154,7 @@ def test_two_learners_on_two_web_processes_wait_in_one_line_for_the_one_cpu(topo
     assert (second.folder / "config.json").stat().st_mtime >= (first.folder / "metrics.jsonl").stat().st_mtime
     assert [m["step"] for m in second.metrics] == [1, 2, 3]
     assert "Traceback" not in "".join(w.log() for w in topology.webs)
-    # The compose file's worker trains without Dask's malloc trim threshold (app.cluster.NO_TRIM_THRESHOLD).
+    # The compose file's worker trains without Dask's malloc trim threshold (app.jobs.cluster.NO_TRIM_THRESHOLD).
     assert list(topology.cluster.client.run(os.environ.get, "MALLOC_TRIM_THRESHOLD_").values()) == [None]
 
 

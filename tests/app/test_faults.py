@@ -18,8 +18,8 @@ import pytest
 import app.pages.bandit as bandit
 import app.pages.token_world as token_world
 import app.pages.toy_target as toy_target
-from app import limits, server
-from app.limits import ServerLimits
+from app.serving import limits, server
+from app.serving.limits import ServerLimits
 from app.pages import PageInfo
 from tests.servers import open_session_document
 from tests.servers import serving_in_process
@@ -195,7 +195,7 @@ class LongJobPage(pn.viewable.Viewer):
 
 
 def test_a_closed_tabs_job_stops_within_five_seconds(monkeypatch):
-    """A real server in this process (so its threads can be seen), built by app.server.serve with the page
+    """A real server in this process (so its threads can be seen), built by app.serving.server.serve with the page
     wired as every page is; the session is opened over its websocket and closed."""
     info = PageInfo(name="long_job", route="long-job", module=SimpleNamespace(page=LongJobPage, TITLE="Long job", SUMMARY=""))
     monkeypatch.setattr(server, "routes", lambda: {"/long-job": server.admitted(lambda: server.build_page(info, [info], server.route_link))})

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.model_jobs import LM_BETAS, LM_SOURCE
+from app.jobs.model_jobs import LM_BETAS, LM_SOURCE
 from app.pages.kl import FRONTIER_BETAS, KLPage, beta_of, page, reference_without, reply_space
 from app.pages.kl.text import contains_best, probability_text, source_label
 from engines.kl_optimal import (
@@ -161,7 +161,7 @@ def write_run(root, name, evals, **settings):
     """A run folder by the real RunWriter: config.json and one eval.jsonl line per (step, exact KL, reward)."""
     import dataclasses
 
-    from app.runs import RunWriter
+    from app.jobs.runs import RunWriter
     from engines.lm.results import EvalResult
     from engines.lm.settings import LMSettings
 
@@ -243,7 +243,7 @@ def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(ru
 
 
 def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir, cpu_taken):
-    from app.cluster import Queued, current
+    from app.jobs.cluster import Queued, current
 
     pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4"}, runs_dir=runs_dir)
     pg.start_frontier()

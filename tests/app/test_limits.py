@@ -5,11 +5,11 @@ import threading
 
 import pytest
 
-from app import limits
+from app.serving import limits
 from app.cli import build_parser
-from app.cluster import RUNS_PER_DEVICE
-from app.limits import ServerLimits, SessionCount, from_environment
-from app.server import FULL
+from app.jobs.cluster import RUNS_PER_DEVICE
+from app.serving.limits import ServerLimits, SessionCount, from_environment
+from app.serving.server import FULL
 
 
 def test_every_limit_has_a_default_an_option_a_variable_and_one_line_of_help():
@@ -138,7 +138,7 @@ def test_without_admin_there_is_no_admin_page(app_server):
 
 
 def test_panel_serve_of_the_script_counts_sessions_too(tmp_path):
-    """`PYTHONPATH=. panel serve app/server.py` reads the limits from FEEDBACK_LAB_* and turns the visitor away."""
+    """`PYTHONPATH=. panel serve app/serving/server.py` reads the limits from FEEDBACK_LAB_* and turns the visitor away."""
     import os
     import subprocess
     import sys
@@ -150,7 +150,7 @@ def test_panel_serve_of_the_script_counts_sessions_too(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FEEDBACK_LAB_MAX_SESSIONS": "1", "FEEDBACK_LAB_RUNS": str(tmp_path),
            "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "panel", "serve", "app/server.py", "--port", str(port), "--unused-session-lifetime", "60000"],
+        [sys.executable, "-m", "panel", "serve", "app/serving/server.py", "--port", str(port), "--unused-session-lifetime", "60000"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"),
     )
     server = Server(f"http://localhost:{port}", process, log)

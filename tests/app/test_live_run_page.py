@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from app.cli import main as cli
-from app.cluster import current as current_cluster
-from app.limits import LIMITED
-from app.model_jobs import LiveState
+from app.jobs.cluster import current as current_cluster
+from app.serving.limits import LIMITED
+from app.jobs.model_jobs import LiveState
 from app.pages.live_run import LiveRunPage, page
-from app.runs import REWARD_MODELS, RunWriter, read_run
+from app.jobs.runs import REWARD_MODELS, RunWriter, read_run
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from app.model_cache import ModelCache
+from app.jobs.model_cache import ModelCache
 
 
 def test_the_cache_loads_each_key_once_even_when_asked_at_once():

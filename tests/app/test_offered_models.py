@@ -16,10 +16,10 @@ import pytest
 from huggingface_hub import constants
 
 from app.cli import main as cli
-from app.model_jobs import ONE_DOWNLOAD, frontier_views
-from app.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment
+from app.jobs.model_jobs import ONE_DOWNLOAD, frontier_views
+from app.serving.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment
 from app.pages.live_run import LiveRunPage
-from app.runs import read_run
+from app.jobs.runs import read_run
 from engines.lm.models import DownloadStopped, is_local
 from engines.lm.settings import EMBEDDED_DIR
 

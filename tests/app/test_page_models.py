@@ -1,6 +1,6 @@
 """What a page visit sends, in Bokeh models, stays under a ceiling (bench/bench_page_build.py counts them);
 a first slider step sends no stylesheet; every page's document passes Bokeh's integrity checks, which the
-server skips on each visit (app.server.skip_document_validation).
+server skips on each visit (app.serving.server.skip_document_validation).
 
 A page's visit costs the server about a millisecond of CPU per Bokeh model (building, documenting and
 serialising it), so the count is what a change could quietly double. The ceilings are the counts of
@@ -43,7 +43,7 @@ def test_a_page_visit_stays_under_its_ceiling_of_bokeh_models(route):
 
 @pytest.mark.parametrize("route", ["baselines", "bandit", "token-world", "kl", "preferences"])
 def test_a_pages_first_slider_step_keeps_every_stylesheet(route):
-    # A step that changed a pane's stylesheets would make Bokeh walk the whole document (app.server.TemplateBootstrap).
+    # A step that changed a pane's stylesheets would make Bokeh walk the whole document (app.serving.server.TemplateBootstrap).
     # (Toy target's sliders answer after a short delay, on a later tick: the pages here answer in the step itself.)
     doc, changed = Document(), []
     with set_curdoc(doc), prompts(False):

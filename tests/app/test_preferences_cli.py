@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from app.preferences_cli import (
+from app.cli.preferences import (
     add_make_pairs_arguments,
     add_train_reward_arguments,
     run_make_pairs,

@@ -1,6 +1,6 @@
-"""Sessions built before they are asked for (app/ready_pages.py), on a real server in this process.
+"""Sessions built before they are asked for (app/serving/ready_pages.py), on a real server in this process.
 
-Each test starts `app.server.serve` on its own port with two ready sessions of each page built
+Each test starts `app.serving.server.serve` on its own port with two ready sessions of each page built
 ahead, opens pages as a browser does (the GET, whose HTML carries the session's token, then the
 websocket and the document) and reads which sessions are waiting from the server's `READY`.
 """
@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from bokeh.util.token import get_session_id
 from tornado.websocket import websocket_connect
 
-from app import limits, ready_pages, server
-from app.limits import ServerLimits
+from app.serving import limits, ready_pages, server
+from app.serving.limits import ServerLimits
 from app.pages import available_pages, baselines
 from tests.servers import _read_message, page_token, pull_document, serving_in_process, wait_until
 

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from app.results_cache import RESULTS, ResultsCache, result_bytes
+from app.serving.results_cache import RESULTS, ResultsCache, result_bytes
 from engines.bandit import MEANS, monte_carlo
 
 

@@ -14,10 +14,10 @@ import pytest
 import app.pages.reward_model as rm
 from types import SimpleNamespace
 
-from app.cluster import Queued, current
-from app.model_cache import ModelCache
-from app.model_jobs import generate_pairs, pairs_key
-from app.runs import learned_rewards
+from app.jobs.cluster import Queued, current
+from app.jobs.model_cache import ModelCache
+from app.jobs.model_jobs import generate_pairs, pairs_key
+from app.jobs.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.preferences import BUNDLED_PAIRS, PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
 from engines.lm.reward_model import load_reward_model, probe_rows, tau_sweep, train_reward_model

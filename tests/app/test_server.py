@@ -16,7 +16,7 @@ from bokeh.models import ColumnDataSource
 
 from app.cli import build_parser
 from app.pages import PAGE_ORDER, available_pages
-from app.server import index_view, nav_html, query_link, route_link, routes
+from app.serving.server import index_view, nav_html, query_link, route_link, routes
 from widgets.downloads import source_csv
 from widgets.streaming import StreamingRun
 from app.pages.token_world.streaming_curve import StreamingCurve
@@ -144,7 +144,7 @@ def test_streaming_curve_updates_its_source_in_place():
 def test_serve_gives_torch_half_the_cores_unless_told(monkeypatch):
     import torch
 
-    from app.server import share_cores
+    from app.serving.server import share_cores
 
     before = torch.get_num_threads()
     try:
@@ -178,7 +178,7 @@ def test_a_websocket_closed_mid_message_is_one_info_line_and_other_errors_keep_t
 
     from bokeh.server.connection import ServerConnection
 
-    from app.server import ClosedConnectionFilter
+    from app.serving.server import ClosedConnectionFilter
 
     quiet = ClosedConnectionFilter()
     for error in (WebSocketClosedError(), StreamClosedError()):
@@ -202,7 +202,7 @@ def test_a_websocket_closed_mid_message_is_one_info_line_and_other_errors_keep_t
 COLLECTED_ON_A_TIMER = """
 import gc, time, weakref
 from panel.io import document
-from app.server import NEVER, collect_on_a_timer
+from app.serving.server import NEVER, collect_on_a_timer
 
 class Node:
     pass

@@ -5,7 +5,7 @@ import asyncio
 
 import panel as pn
 
-from app.limits import ServerLimits
+from app.serving.limits import ServerLimits
 from app.pages import available_pages
 from tests.servers import page_token, pull_document, serving_in_process, wait_until
 

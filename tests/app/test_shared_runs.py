@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from app.cluster import current as current_cluster
-from app.model_jobs import LiveRun, run_steps
+from app.jobs.cluster import current as current_cluster
+from app.jobs.model_jobs import LiveRun, run_steps
 from app.pages.live_run import LiveRunPage
-from app.runs import list_runs, read_run, wall_pace
-from app.shared_runs import CLASS_RUNS, newest_steps, replay, run_key, start_estimate
+from app.jobs.runs import list_runs, read_run, wall_pace
+from app.jobs.shared_runs import CLASS_RUNS, newest_steps, replay, run_key, start_estimate
 from app.pages.live_run.text import FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count

@@ -24,7 +24,7 @@ import yaml
 from distributed import Client
 from distributed.security import Security
 
-from app.cluster import SchedulerUnreachable, check_tls_settings, refusal
+from app.jobs.cluster import SchedulerUnreachable, check_tls_settings, refusal
 from bench.load_test import PageSession
 from tests.app.test_deploy import RUN, SERVICES, command, finished_runs
 from tests.servers import ROOT, free_port, start_server, stop_server, wait_until

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.runs import list_runs, read_jsonl, read_run
-from app.train_lm import main
+from app.jobs.runs import list_runs, read_jsonl, read_run
+from app.cli.train_lm import main
 from engines.lm.results import EvalResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_invalid_setting_is_refused_with_one_sentence(tmp_path, capsys):
 def test_hub_model_offline_gives_one_clear_sentence(tmp_path):
     """HF_HUB_OFFLINE=1 and an empty cache (HF_HOME in a temp folder): asking for gpt2 is refused in one sentence."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT))
-    code = f"import sys; from app.train_lm import main; sys.exit(main(['--model', 'gpt2', '--out', {str(tmp_path / 'run')!r}, '--quiet']))"
+    code = f"import sys; from app.cli.train_lm import main; sys.exit(main(['--model', 'gpt2', '--out', {str(tmp_path / 'run')!r}, '--quiet']))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1] == (
@@ -96,7 +96,7 @@ def test_train_lm_against_a_saved_reward_model(tmp_path, capsys):
 def test_records_without_a_gold_score_have_no_gold_key():
     from dataclasses import replace as dataclasses_replace
 
-    from app.runs import eval_record, step_record
+    from app.jobs.runs import eval_record, step_record
     from engines.lm.results import StepResult
 
     step = StepResult(1, 0.5, 0.6, 0.0, 1.0, 0.1, 0.0, 0.01, ())

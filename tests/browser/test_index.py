@@ -1,7 +1,7 @@
 """The index in Chromium: the course as a path, every page's picture drawn with its alt text."""
 
 from app.pages import available_pages
-from app.thumbnails import PICTURES
+from app.pages.thumbnails import PICTURES
 
 
 def test_the_index_shows_every_page_with_its_picture(open_page, console_errors, save_screenshot):

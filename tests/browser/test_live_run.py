@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from app.cli import main as cli
-from app.runs import REWARD_MODELS, read_run
+from app.jobs.runs import REWARD_MODELS, read_run
 from tests.browser.conftest import PROMPTS_OFF
 
 TINY = "?steps=400&prompts=2&replies=2&T=8&eval_every=20&eval_prompts=2&eval_replies=2&beta=0"

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
-from app.figures import bandit as bandit_figure
-from app.figures import bandit_training as training_figure
+from app.cli.figures import bandit as bandit_figure
+from app.cli.figures import bandit_training as training_figure
 from engines.bandit import (
     MEANS,
     BanditSettings,

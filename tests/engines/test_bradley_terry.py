@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
-from app.figures import bradley_terry as figure
+from app.cli.figures import bradley_terry as figure
 from engines.bradley_terry import (
     BradleyTerrySettings,
     Normalizer,

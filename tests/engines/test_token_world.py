@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
-from app.figures import token_world as figure
+from app.cli.figures import token_world as figure
 from engines.policy_gradient import gae, returns_to_go, td_errors
 from engines.token_world import (
     TokenWorldSettings,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.cli import main
-from app.figures import token_world_training as training_figure
+from app.cli.figures import token_world_training as training_figure
 from engines.policy_gradient import gae
 from engines.settings import field_docs
 from engines.token_world import success_probability

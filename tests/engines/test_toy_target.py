@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
-from app.figures import toy_target as figure
+from app.cli.figures import toy_target as figure
 from engines.policy_gradient import reinforce_estimate, reinforce_loss, softmax_score
 from engines.toy_target import (
     ESTIMATORS,

@@ -16,7 +16,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d, Span
 
-from app import limits
+from app.serving import limits
 from app.pages.bandit.figures import (
     COLOURS,
     gradient_figure,
@@ -41,7 +41,7 @@ from app.pages.bandit.text import (
     training_table,
     variance_ratio,
 )
-from app.results_cache import RESULTS
+from app.serving.results_cache import RESULTS
 from engines.bandit import (
     BASELINES,
     MEANS,
@@ -225,7 +225,7 @@ class BanditPage(pn.viewable.Viewer):
         sweep of b (one run, the same samples) and the exact variance curve."""
         mu, theta, sd = self.means, self.theta, self.sd
         # The arms drawn and their noise depend on the policy, N and the seed only: reduced to per-arm
-        # power sums once per process (app.results_cache). The ratings' sums for any means and sd
+        # power sums once per process (app.serving.results_cache). The ratings' sums for any means and sd
         # follow from them, and any baseline's summary from those, each O(K): no slider of this
         # section makes a pass over the draws.
         sums = arm_sums_of_noise(RESULTS.get(noise_sums, theta, self.samples, self.seed), mu, sd, theta)

@@ -18,9 +18,9 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, CustomJSTickFormatter, Range1d, Span
 
-from app.cluster import Cluster, told_waiting
-from app.cluster import current as current_cluster
-from app.model_jobs import (
+from app.jobs.cluster import Cluster, told_waiting
+from app.jobs.cluster import current as current_cluster
+from app.jobs.model_jobs import (
     LM_SOURCE,
     FrontierView,
     frontier_views,

@@ -77,7 +77,7 @@ def lm_figure(curve: ColumnDataSource, paths: ColumnDataSource, points: ColumnDa
 
 
 def run_columns(runs: list, frontier: SampledFrontier | None) -> tuple[dict, dict]:
-    """The paths and points of `runs` (app.runs.Run): their (exact KL, reward) evaluations in order of step, a colour
+    """The paths and points of `runs` (app.jobs.runs.Run): their (exact KL, reward) evaluations in order of step, a colour
     each, and at each point the frontier's reward at its KL (NaN without a frontier)."""
     colours = [RUN_COLOURS[k % len(RUN_COLOURS)] for k in range(len(runs))]
     labels = [r.label for r in runs]

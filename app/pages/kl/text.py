@@ -229,7 +229,7 @@ def approximation_html(samples: int, prompts: int) -> str:
 
 
 def sampled_html(view) -> str:
-    """How far the sampling of the frontier (an app.model_jobs.FrontierView with its frontier) has got, and what it found."""
+    """How far the sampling of the frontier (an app.jobs.model_jobs.FrontierView with its frontier) has got, and what it found."""
     f = view.frontier
     return (
         f"<p>{view.done} of {view.total} prompts × {view.samples} replies sampled and scored in {view.seconds:.1f} s. "

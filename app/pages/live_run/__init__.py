@@ -9,7 +9,7 @@ from its files, a closed tab leaves its run, and a paused run keeps its place on
 
 The package holds the page: its controls (made from LMSettings, widgets/settings_controls.py) and view here, its
 words in text.py and status.py, its figures and what it draws of a run in figures.py, replies.py and
-evaluation.py, the room's list of runs in runs_table.py. The server's limits (app/limits.py) bound every control.
+evaluation.py, the room's list of runs in runs_table.py. The server's limits (app/serving/limits.py) bound every control.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ import panel as pn
 import panel.models.tabulator  # noqa: F401  (see below)
 import param
 
-from app.cluster import Cluster, current as current_cluster
-from app.limits import bound_controls, clamp_query, current as current_limits, limit_sentence
-from app.model_jobs import LiveState
-from app.offered import current as current_offer, offer_menu, reward_options, start_problem
-from app.runs import RUNS_DIR, RunsFolder, is_learned, overlay_columns, runs_frame, zip_runs
-from app.shared_runs import (CLASS_RUNS, SharedRun, find_run, finished_run, follow_folder, replay, run_key, settings_of,
+from app.jobs.cluster import Cluster, current as current_cluster
+from app.serving.limits import bound_controls, clamp_query, current as current_limits, limit_sentence
+from app.jobs.model_jobs import LiveState
+from app.serving.offered import current as current_offer, offer_menu, reward_options, start_problem
+from app.jobs.runs import RUNS_DIR, RunsFolder, is_learned, overlay_columns, runs_frame, zip_runs
+from app.jobs.shared_runs import (CLASS_RUNS, SharedRun, find_run, finished_run, follow_folder, replay, run_key, settings_of,
                              trains, training_elsewhere)
 from app.pages.live_run.text import (COMPARE, ELSEWHERE, EQUATION, FINISHED, FROM_FILES, GOODHART, INTRO, JOINED, LEFT, METRICS,
                                NOTICE, OPENED, PREDICT, RUN_NAME_PATTERN, UNOPENABLE)
@@ -67,13 +67,13 @@ class LiveRunPage(pn.viewable.Viewer):
     """The run's settings; start, pause, resume, stop; live curves, samples, tables; earlier runs."""
 
     model = LM.selector("model", "Model", objects=[DEFAULTS.model],
-                        doc="The models this server offers (app/offered.py); the first is the default.")
+                        doc="The models this server offers (app/serving/offered.py); the first is the default.")
     reward = LM.selector("reward", "Reward", objects=[DEFAULTS.reward],
                          doc="VADER, the classifiers this server offers and, per page, the reward models saved in the runs folder.")
     beta = LM.number("beta", "KL coefficient β", bounds=(0.0, 10.0), step=0.01)
     lr = LM.number("lr", "Learning rate (Adam)", default=default_lr(DEFAULTS.model), bounds=(1e-7, 1e-2), step=1e-5)
     steps = LM.integer("steps", "Training steps", bounds=(1, 5000))
-    # The highest values of these bounds are the server's limits, set per page (app.limits.LIMITED).
+    # The highest values of these bounds are the server's limits, set per page (app.serving.limits.LIMITED).
     prompts = LM.integer("prompts", "Prompts per step", bounds=(1, 64))
     replies = LM.integer("replies", "Replies per prompt K", bounds=(2, 16))
     T = LM.integer("T", "Reply length T (tokens)", bounds=(1, 64))

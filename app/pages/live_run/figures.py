@@ -16,12 +16,12 @@ import panel as pn
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 
-from app.model_jobs import LiveState, run_label
+from app.jobs.model_jobs import LiveState, run_label
 from app.pages.live_run.evaluation import RunEvaluation
 from app.pages.live_run.replies import CSS as RUN_CSS, ratio_scale_html, samples_html
 from app.pages.live_run.status import CSS as STATUS_CSS, idle_html, status_html
-from app.runs import columns_of, wall_pace
-from app.shared_runs import PACE_STEPS
+from app.jobs.runs import columns_of, wall_pace
+from app.jobs.shared_runs import PACE_STEPS
 from widgets.glyphs import lean_figure
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
@@ -146,7 +146,7 @@ class RunCurves:
             fig.yaxis.axis_label = LEARNED_LABEL if learned else REWARD_LABEL
 
     def overlay(self, steps: dict, evals: dict, labels: list[str], gold: bool) -> None:
-        """Draw earlier runs over the curves (their columns by app.runs.overlay_columns, a colour each in turn) and
+        """Draw earlier runs over the curves (their columns by app.jobs.runs.overlay_columns, a colour each in turn) and
         name them in the legend; `gold`: their gold scores (or this run's) are drawn, dashed."""
         colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(labels))]
         self.overlay_steps.data = steps | {"colour": colours, "label": labels}

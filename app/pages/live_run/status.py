@@ -1,6 +1,6 @@
 """What a language-model run is doing, in sentences: loading, downloading, waiting, running, paused, ended; the device queue.
 
-The functions read an app.model_jobs.LiveState (or the cluster's queue overview) and write one
+The functions read an app.jobs.model_jobs.LiveState (or the cluster's queue overview) and write one
 HTML paragraph each, for the page's status and queue lines.
 """
 
@@ -90,7 +90,7 @@ def idle_html(state) -> str:
 
 
 def queue_html(overview) -> str:
-    """The device queue line: per device (app.cluster.DeviceQueue), what trains and how many wait."""
+    """The device queue line: per device (app.jobs.cluster.DeviceQueue), what trains and how many wait."""
     lines = []
     for q in overview:
         running = "; ".join(map(html.escape, q.running)) or "nothing"

@@ -2,7 +2,7 @@
 
 Everything here is text about seed 000 sections 6.11 and 6.12 (REINFORCE on a language model with a
 per-token KL penalty) and seed 001's learned reward with its gold score; the numbers come from
-engines/lm/ through app/model_jobs.py, and app/pages/live_run/ shows them.
+engines/lm/ through app/jobs/model_jobs.py, and app/pages/live_run/ shows them.
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d
 
-from app.cluster import Cluster, Queued, current as current_cluster, told_waiting
-from app.model_cache import MODELS, ModelCache
-from app.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
+from app.jobs.cluster import Cluster, Queued, current as current_cluster, told_waiting
+from app.jobs.model_cache import MODELS, ModelCache
+from app.jobs.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
 from app.pages.reward_model.figures import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
                                         probe_table)
 from app.pages.reward_model.pairs_files import PairsFiles
@@ -33,7 +33,7 @@ from app.pages.reward_model.preference_html import pair_html, pairs_summary, tra
 from app.pages.reward_model.sweep import TauSweep
 from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, PROBE_TITLE, READINGS,
                                     TRAINING_INTRO, TRAINING_TEXT, WAITING_TEXT, WHY, check_yourself_text, saved_model_text)
-import app.runs as runs
+import app.jobs.runs as runs
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.preferences import PairSettings, PreferencePairs, relabel
 from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel

@@ -1,7 +1,7 @@
 """The reward-models page's stretch: the same responses relabelled at several label temperatures, a reward model trained on each.
 
 Its accuracy and the ceiling Acc* are drawn as the raters get noisier, one tau_label at a time,
-from the sweep's worker (app.model_jobs.sweep_tau) through a JobView. It serves the reward-models
+from the sweep's worker (app.jobs.model_jobs.sweep_tau) through a JobView. It serves the reward-models
 page alone, and drives a model job, so it lives in that page's package rather than among the widgets.
 """
 
@@ -13,8 +13,8 @@ from functools import cached_property
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from app.cluster import Cluster, Queued, told_waiting
-from app.model_jobs import Failed, SweepView, sweep_tau
+from app.jobs.cluster import Cluster, Queued, told_waiting
+from app.jobs.model_jobs import Failed, SweepView, sweep_tau
 from app.pages.reward_model.text import sweep_intro
 from engines.lm.reward_model import RewardModelSettings, TauSweepRow
 from widgets.downloads import plot_with_downloads

@@ -17,7 +17,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app import limits
+from app.serving import limits
 from app.pages.token_world.figures import (
     SLIGHT_NOISE,
     critic_columns,
@@ -55,7 +55,7 @@ from app.pages.token_world.text import (
     training_note,
     training_table,
 )
-from app.results_cache import RESULTS
+from app.serving.results_cache import RESULTS
 from engines.token_world import (
     TokenWorldSettings,
     gae_decomposition_exact,

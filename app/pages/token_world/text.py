@@ -11,7 +11,7 @@ import html
 
 import numpy as np
 
-from app.results_cache import RESULTS
+from app.serving.results_cache import RESULTS
 from engines.token_world import CHAPTER_REPLY, token_values
 from engines.token_world_training import TokenWorldTrainingSettings
 

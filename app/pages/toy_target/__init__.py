@@ -22,7 +22,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Span
 
-from app import limits
+from app.serving import limits
 from app.pages.toy_target.figures import (
     COLOURS,
     hist_figure,

@@ -138,7 +138,7 @@ def results_without_timing(settings: LMSettings) -> list:
 
 
 def test_two_runs_with_the_same_settings_give_the_same_numbers_and_replies_even_side_by_side():
-    """What lets a class share one computation per distinct run (app/shared_runs.py): on the CPU with one torch
+    """What lets a class share one computation per distinct run (app/jobs/shared_runs.py): on the CPU with one torch
     thread, a run's metrics, replies and evaluations are a function of its settings, also when two runs step at the
     same time in two threads of one process, as a worker runs them. Another seed gives other numbers."""
     settings = LMSettings(steps=3, prompts=2, replies=2, T=6, eval_every=2, eval_prompts=2, eval_replies=2, keep_samples=2,

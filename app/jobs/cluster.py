@@ -285,7 +285,7 @@ def run_job(work: bytes, stream: str, pause: str, owner: str) -> bool:
     """
     from distributed import Event, Queue, get_worker
 
-    from app.scheduler_upkeep import forget_key_names
+    from app.jobs.scheduler_upkeep import forget_key_names
 
     lower_priority()
     worker = get_worker()
@@ -319,7 +319,7 @@ def run_job(work: bytes, stream: str, pause: str, owner: str) -> bool:
         if _cancelled(worker, key) and _client_left(worker, owner):
             out.close()  # the reader's share: its process is gone
         paused.clear()
-        forget_key_names()  # this job's key, split by the worker: see app/scheduler_upkeep.py
+        forget_key_names()  # this job's key, split by the worker: see app/jobs/scheduler_upkeep.py
 
 
 def _worker_jobs(dask_worker) -> list[tuple[str, bool, tuple, str | None]]:
@@ -467,7 +467,7 @@ class Cluster:
         import dask
         from distributed import Client
 
-        from app.scheduler_upkeep import HISTORY_SETTINGS
+        from app.jobs.scheduler_upkeep import HISTORY_SETTINGS
 
         # allowed-failures 0: a job whose worker died fails at once instead of starting again from
         # scratch (a second run folder). work-stealing off: a job is pinned to its device, so there is
@@ -476,7 +476,7 @@ class Cluster:
         # The system monitor's history: a local cluster's scheduler has no dashboard to draw it, yet kept an hour of
         # samples (7,200 per quantity, about 0.5 kB each), which grew the server through its first hour (when it ran in
         # the web process); a minute is kept instead.
-        # The scheduler's histories and finished spans: app/scheduler_upkeep.py.
+        # The scheduler's histories and finished spans: app/jobs/scheduler_upkeep.py.
         dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.work-stealing": False,
                          NO_TRIM_THRESHOLD: None, MONITOR_HISTORY: MONITOR_SAMPLES, **HISTORY_SETTINGS})
         if self.address:
@@ -524,7 +524,7 @@ class Cluster:
         import cloudpickle
         from distributed import Event, Queue
 
-        from app.scheduler_upkeep import STREAM_SUFFIX
+        from app.jobs.scheduler_upkeep import STREAM_SUFFIX
 
         key = f"{JOB_PREFIX}{uuid.uuid4().hex[:12]}|{device}|{label}"
         client = self.client
@@ -619,12 +619,12 @@ def local_cluster(slots: int):
 
     Worker processes, not threads, so a job never holds the web process's interpreter lock;
     the jobs of one worker are its threads, and on the CPU each computes on one core
-    (app.model_jobs.train_on_worker), taking turns for the cores (COMPUTE_TURNS). Their
+    (app.jobs.model_jobs.train_on_worker), taking turns for the cores (COMPUTE_TURNS). Their
     nannies stay in the web process: a worker whose nanny's process is gone exits by itself.
     """
     from distributed import Nanny, SpecCluster
 
-    from app.scheduler_upkeep import SchedulerProcess
+    from app.jobs.scheduler_upkeep import SchedulerProcess
 
     options = {"host": LOOPBACK, "nthreads": slots, "resources": {"cpu": slots}, "dashboard": False, "dashboard_address": None,
                "silence_logs": logging.WARNING}

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from app.figures.text import table
+from app.cli.figures.text import table
 from engines.bradley_terry import BradleyTerrySettings as Settings
 from engines.bradley_terry import (
     accuracy_vs_tau,

@@ -3,7 +3,7 @@
     feedback-lab thumbnails [--out DIR]
 
 writes `NAME.svg` for every page of app/pages into DIR (default: the package's assets/thumbnails/, which the
-index shows, app/server.py). Each picture is computed from the same engine functions as its page, at the
+index shows, app/serving/server.py). Each picture is computed from the same engine functions as its page, at the
 seeds' settings, and drawn as plain SVG by the few functions below: coordinates rounded to a tenth of a pixel,
 no date, no random ids, so the same engines write the same bytes on every machine and the tests can compare the
 shipped files with a fresh drawing (tests/app/test_thumbnails.py). The pages that train a language model (the

@@ -2,7 +2,7 @@
 
 A live run's numbers are a function of what it is given: the model and the reward (their files),
 every setting, the seed and the device's kind. On the CPU, with one torch thread per run
-(app.model_jobs.train_on_worker), two runs of the same settings give the same metrics and
+(app.jobs.model_jobs.train_on_worker), two runs of the same settings give the same metrics and
 replies to the last digit (tests/app/test_shared_runs.py), so when thirty learners press Start
 on the page's defaults the server trains one run and all thirty watch it:
 
@@ -40,10 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
-from app.cluster import POLL_SECONDS, Cluster, job_device
-from app.model_jobs import LiveRun, LiveState, run_steps
-from app.offered import is_folder
-from app.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
+from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
+from app.jobs.model_jobs import LiveRun, LiveState, run_steps
+from app.serving.offered import is_folder
+from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
 from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
 
 LOG = logging.getLogger("feedback_lab")

@@ -12,7 +12,7 @@ A session built ahead is an ordinary Bokeh session of its route, made by the rou
 application: its `Document`, its page object, its close-on-tab-closed callback. It is built
 without a visitor (its request is a plain GET of the route's path, no headers or cookies; the
 pages read neither), kept from Bokeh's unused-session cleanup until it is handed out, and then:
-admitted like any other visit (`app.server.admit`: the "lab is full" page is built instead when
+admitted like any other visit (`app.serving.server.admit`: the "lab is full" page is built instead when
 the server is full), given a fresh token carrying the visitor's request (the token the page's
 HTML embeds; its websocket finds the session by the id inside it), and released to the cleanup
 after the unused-session lifetime, as a visit whose websocket never came would be.
@@ -56,7 +56,7 @@ class ReadyPages:
     """The sessions built ahead, by route path, and the one task that keeps them filled.
 
     `admit()`, called with a ready session's document as Panel's current one, admits a visit to it
-    (app.server.admit): it returns False when the server is full, and the visitor's page is then
+    (app.serving.server.admit): it returns False when the server is full, and the visitor's page is then
     built (refused) as usual.
     """
 

@@ -2,13 +2,13 @@
 
 Pages only ask for a job and walk its snapshots (on a widgets.streaming.StreamingRun thread of
 the web process); what happens on the device happens here, in functions a Dask worker runs
-(app/cluster.py). The jobs:
+(app/jobs/cluster.py). The jobs:
 
 - `LiveRun`: a live REINFORCE run of /live-run (seed 000 sections 6.11 and 6.12). The web
   process checks the settings against the server's limits and downloads a hub model with
   progress, one download at a time and only where the disk and memory have room for it
-  (app/offered.py); the worker loads the models (once per worker process), makes the run folder
-  and writes every result to it, flushed, before sending it (app/runs.py).
+  (app/serving/offered.py); the worker loads the models (once per worker process), makes the run folder
+  and writes every result to it, flushed, before sending it (app/jobs/runs.py).
 - `generate_pairs`, `train_reward_model`, `sweep_tau`: the reward-model page's sampling,
   training and tau_label sweep (seed 001 sections 6 to 8). The web process keeps the newest
   results under the settings that made them (MODELS), so a second learner asking for the same
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-import app.runs
-from app.cluster import (
+import app.jobs.runs
+from app.jobs.cluster import (
     POLL_SECONDS,
     Cluster,
     Job,
@@ -45,8 +45,8 @@ from app.cluster import (
     current,
     job_label,
 )
-from app.model_cache import MODELS, ModelCache
-from app.runs import (
+from app.jobs.model_cache import MODELS, ModelCache
+from app.jobs.runs import (
     RunWriter,
     eval_record,
     new_run_id,
@@ -144,8 +144,8 @@ def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str]
     `settings.device` is the device the cluster chose ('cpu', 'cuda', 'mps'). The models are
     loaded once per worker process (from `sources`: the name, or the folder a download went to);
     the run trains copies. On the CPU it computes on one thread: the worker's runs take turns
-    for its cores (app.cluster.COMPUTE_TURNS), and with one thread a run's numbers depend on its
-    settings alone, which is what lets a class share it (app/shared_runs.py; `key` is its name
+    for its cores (app.jobs.cluster.COMPUTE_TURNS), and with one thread a run's numbers depend on its
+    settings alone, which is what lets a class share it (app/jobs/shared_runs.py; `key` is its name
     there, written to config.json). Closing this generator (a stop) closes the files after the step done.
     """
     import torch
@@ -277,7 +277,7 @@ class LiveRun:
 def model_files(settings) -> list[tuple[str, str, str]]:
     """(what, name, kind) of the model and the reward of `settings`; kind is '' for a reward that reads no model files
     (VADER, a saved reward model), else 'model' or 'reward classifier'."""
-    from app.offered import is_classifier
+    from app.serving.offered import is_classifier
 
     return [("model", settings.model, "model"), ("reward", settings.reward, "reward classifier" if is_classifier(settings.reward) else "")]
 
@@ -294,8 +294,8 @@ def fetching(state: LiveState, download) -> Iterator[LiveState]:
     threads end at their next piece received and the lock is released; the files fully fetched stay
     in this machine's Hugging Face cache (which the local cluster's workers share).
     """
-    from app.limits import current as current_limits
-    from app.offered import room_problem
+    from app.serving.limits import current as current_limits
+    from app.serving.offered import room_problem
     from engines.lm.models import ModelNotAvailable, fetch
 
     waiting = replace(state, phase="downloading", download=(download.name, 0, download.size),
@@ -548,7 +548,7 @@ def run_source(run) -> dict:
 
 def live_runs(root: Path | str | None = None):
     """The run folders under `root` (default: the live-run page's) that have held-out evaluations, oldest first."""
-    return [run for run in app.runs.list_runs(app.runs.RUNS_DIR if root is None else root)
+    return [run for run in app.jobs.runs.list_runs(app.jobs.runs.RUNS_DIR if root is None else root)
             if any("kl_exact" in e for e in run.evals)]
 
 
@@ -575,7 +575,7 @@ class FrontierView:
 def frontier_views(source: dict, prompts: int, samples: int, seed: int, cluster: Cluster | None = None) -> Iterator:
     """Wait for the device on the cluster (Queued snapshots), then sample and score there (the worker loads the
     model and the reward once): a FrontierView per batch. Torch is never imported in this process."""
-    from app.offered import current as current_offer, source_problem
+    from app.serving.offered import current as current_offer, source_problem
 
     yield FrontierView(total=prompts, samples=samples)
     problem = source_problem(source["model"], source["reward"], current_offer())

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from app.figures.text import table
+from app.cli.figures.text import table
 from engines.toy_target import ESTIMATORS, run_training, variance_experiment
 from engines.toy_target import ToyTargetSettings as Settings
 from engines.toy_target import draw_target

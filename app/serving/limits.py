@@ -4,14 +4,14 @@ Each field of `ServerLimits` is one option of `feedback-lab serve` (`max_session
 `--max-sessions`) and one environment variable (`FEEDBACK_LAB_MAX_SESSIONS`); an option
 given on the command line wins over the variable, the variable over the default. The one
 exception in naming is `max_runs_per_device`, whose variable is the run queue's own
-FEEDBACK_LAB_RUNS_PER_DEVICE (app/cluster.py), so that both read the same setting.
+FEEDBACK_LAB_RUNS_PER_DEVICE (app/jobs/cluster.py), so that both read the same setting.
 
 `serve()` installs the limits in force (`install`); pages read them with `current()`.
 They are set once, at start-up, and only read afterwards.
 
 A language-model run's controls are bounded by them (`LIMITED`): a link asking for more is set
 to the limit (`clamp_query`) and a run asking for more is refused (`limit_problem`), each with one
-sentence. Which models a run may load, and the download bound, are app/offered.py's.
+sentence. Which models a run may load, and the download bound, are app/serving/offered.py's.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import param
 
-from app.cluster import RUNS_PER_DEVICE, SLOTS_VARIABLE
+from app.jobs.cluster import RUNS_PER_DEVICE, SLOTS_VARIABLE
 from engines.settings import field_docs, require
 
 ENV_PREFIX = "FEEDBACK_LAB_"
@@ -153,7 +153,7 @@ class _Visit:
         session = getattr(self.context, "session", None)
         if session is None:
             return True  # being built (or no server: counted until it leaves)
-        # Timed from the admission, not from the session's creation: a session built ahead (app/ready_pages.py) was
+        # Timed from the admission, not from the session's creation: a session built ahead (app/serving/ready_pages.py) was
         # created before its visitor came.
         return session.connection_count > 0 or not self.connected and 1000 * (time.monotonic() - self.entered) < grace_ms
 

@@ -2,7 +2,7 @@
 
 `ModelCache`: each model is loaded from disk (or downloaded) once per process, by whichever
 job asks first; the others wait for that load instead of starting their own. Runs train
-copies. In a Dask worker (app/cluster.py) it holds the models of the jobs that worker runs;
+copies. In a Dask worker (app/jobs/cluster.py) it holds the models of the jobs that worker runs;
 in the web process it keeps the newest few results that sessions computed (pair sets, trained
 reward models) under the settings that made them, so that a second learner asking for the
 same computation gets it at once instead of queueing for the device again.

@@ -1,6 +1,6 @@
 """One bounded, thread-safe cache per process of deterministic engine results, shared by every session.
 
-    from app.results_cache import RESULTS
+    from app.serving.results_cache import RESULTS
     mc = RESULTS.get(monte_carlo, means, sd, theta, baselines, samples, seed)
 
 An engine call whose result is fixed by its arguments (frozen settings, tuples of numbers, a

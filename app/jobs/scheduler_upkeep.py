@@ -1,7 +1,7 @@
 """The scheduler's upkeep: what it keeps of finished jobs is bounded, and a local cluster's scheduler runs in a process of its own that exits with its web process.
 
-A preload module: the local cluster starts its scheduler with it (`SchedulerProcess`, app/cluster.py), and a
-department's scheduler takes it with `dask scheduler --preload app.scheduler_upkeep`. A scheduler
+A preload module: the local cluster starts its scheduler with it (`SchedulerProcess`, app/jobs/cluster.py), and a
+department's scheduler takes it with `dask scheduler --preload app.jobs.scheduler_upkeep`. A scheduler
 serves a class for weeks, and a job is submitted whenever a learner trains a reward model or starts
 a run. Four of the scheduler's records of past work grew with every job
 (`python -m bench.soak --pages reward-model`, whose every visit trains a reward model for a moment;
@@ -21,14 +21,14 @@ tracemalloc over 150 visits of a server whose scheduler then ran in the web proc
   department's scheduler takes them from its environment (README, deploy/compose.yaml).
 - Dask's cache of split task keys keeps the last 100,000 keys (found later, by tracemalloc in the
   scheduler's own process under `python -m bench.scheduler_memory`'s jobs): `forget_key_names`
-  empties it every `KEY_NAMES_MS` (and each worker after every job, `app.cluster.run_job`).
+  empties it every `KEY_NAMES_MS` (and each worker after every job, `app.jobs.cluster.run_job`).
 - Dask's computations (the jobs submitted while it was busy, grouped; deprecated in favour of spans)
   keep the last 100, each with its TaskGroups, long after the scheduler forgot them (dask/distributed#7977's
   note; found by tracemalloc in the scheduler's process during the reward-model soak, where a visit after
   a quiet moment opened one): `ForgetFinishedComputations` drops a computation once the scheduler has
   forgotten all its task groups.
 
-A job's stream (the Dask Queue its snapshots go through, app/cluster.py) is created by the web
+A job's stream (the Dask Queue its snapshots go through, app/jobs/cluster.py) is created by the web
 process that submits the job and by the job's task as it starts, and dropped once both have
 closed it. A web process that dies while its job still waits for the device never closes its
 share, and the task, forgotten with the process's client, never starts: `ForgetOrphanedStreams`
@@ -52,7 +52,7 @@ from distributed.deploy.subprocess import SubprocessScheduler
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
-from app.freed_memory import trim_freed_memory
+from app.serving.freed_memory import trim_freed_memory
 
 HISTORY = 100
 """Entries each of the scheduler's histories keeps (Dask's defaults: 1,000 and 10,000)."""
@@ -167,7 +167,7 @@ class ForgetFinishedComputations(SchedulerPlugin):
 class ForgetOrphanedStreams:
     """Drops the stream of a job whose task the scheduler no longer knows, at its second look that finds it so.
 
-    A living reader closes its share within seconds of its job's end or stop (app.cluster.Job.snapshots),
+    A living reader closes its share within seconds of its job's end or stop (app.jobs.cluster.Job.snapshots),
     and a job's task closes its own as it ends: a stream still there a look later, its job unknown
     both times, has nobody left to read or to write it (its web process died while the job waited).
     The second look spares a stream whose job is being submitted, created a moment before its task.

@@ -11,9 +11,9 @@ language model already in its model folders and its Hugging Face cache; without 
 saved in the runs folder are always offered: they download nothing.
 
 At start-up (`check_offer`) every offered hub model not yet on the machine is sized on the hub and
-refused, with one sentence, if it is larger than `--max-download-mb` (app/limits.py). Before a
+refused, with one sentence, if it is larger than `--max-download-mb` (app/serving/limits.py). Before a
 download (`room_problem`) the free space of the cache's disk and this machine's available memory
-are checked against it. app/model_jobs.py runs one download at a time.
+are checked against it. app/jobs/model_jobs.py runs one download at a time.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def from_environment(args: argparse.Namespace | None = None, environ: dict[str, 
 
     Raises ValueError with one sentence for a name that is neither a folder with a model nor a hub id.
     """
-    from app.runs import RUNS_DIR
+    from app.jobs.runs import RUNS_DIR
 
     environ = os.environ if environ is None else environ
     given = {}
@@ -240,7 +240,7 @@ def reward_classifiers() -> tuple[str, ...]:
 def reward_options(root: Path) -> dict[str, str]:
     """A run's choice of reward, label -> reward: VADER and the classifiers this server offers, then each reward
     model saved under `root` (a runs folder) by file name."""
-    from app.runs import learned_rewards
+    from app.jobs.runs import learned_rewards
 
     return {name: name for name in reward_classifiers()} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
 
@@ -266,8 +266,8 @@ def source_problem(model: str, reward: str, offer: Offer) -> str:
 def start_problem(offer: Offer, make_settings, highest: dict[str, int]) -> tuple[object | None, str]:
     """(the settings `make_settings()` builds, '') when a run may start with them, or (None, the one sentence why not):
     the engine refuses the settings (its ValueError), their model or reward is not offered (source_problem), or they
-    ask for more than the server allows (app.limits.limit_problem)."""
-    from app.limits import limit_problem
+    ask for more than the server allows (app.serving.limits.limit_problem)."""
+    from app.serving.limits import limit_problem
 
     try:
         settings = make_settings()

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.options import add_settings_options, settings_from_args
+from app.cli.options import add_settings_options, settings_from_args
 from engines.lm.preferences import PairSettings, iter_make_pairs, load_pairs, save_pairs
 from engines.lm.reward_model import (
     RewardModelSettings,

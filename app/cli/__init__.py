@@ -11,10 +11,10 @@
     feedback-lab lab [--out DIR] [--solutions]
     feedback-lab thumbnails [--out DIR]
 
-`figures` prints one of the seed chapters' tables from the engines (see `app/figures/`);
-`serve` starts the web app (see `app/server.py`) and the Dask cluster its model jobs run on,
-or joins one (see `app/cluster.py`), and prints the teacher's link to the room view (see `app/room.py`), offering its learners the models of `--models` (see `app/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
-`app/thumbnails.py`); the
+`figures` prints one of the seed chapters' tables from the engines (see `app/cli/figures/`);
+`serve` starts the web app (see `app/serving/server.py`) and the Dask cluster its model jobs run on,
+or joins one (see `app/jobs/cluster.py`), and prints the teacher's link to the room view (see `app/serving/room.py`), offering its learners the models of `--models` (see `app/serving/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
+`app/pages/thumbnails.py`); the
 others run the language-model work without a browser, writing the same files as the pages.
 Every option of a figure
 or a run is a field of its settings dataclass, with the same default and the same
@@ -30,20 +30,20 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from app import limits, offered
-from app.cluster import SCHEDULER_VARIABLE
-from app.figures import FIGURES
-from app.options import add_settings_options, settings_from_args
-from app.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
+from app.serving import limits, offered
+from app.jobs.cluster import SCHEDULER_VARIABLE
+from app.cli.figures import FIGURES
+from app.cli.options import add_settings_options, settings_from_args
+from app.serving.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
 from engines.lm.settings import EMBEDDED
 
 COMMANDS = {
-    "train-lm": ("app.train_lm", "add_arguments", "run", "train a language model with REINFORCE, as the live-run page does"),
-    "make-pairs": ("app.preferences_cli", "add_make_pairs_arguments", "run_make_pairs", "sample and label preference pairs"),
-    "train-reward": ("app.preferences_cli", "add_train_reward_arguments", "run_train_reward", "train a reward model on pairs"),
-    "make-embedded-model": ("app.embedded_model", "add_arguments", "run", "rebuild the embedded language model"),
+    "train-lm": ("app.cli.train_lm", "add_arguments", "run", "train a language model with REINFORCE, as the live-run page does"),
+    "make-pairs": ("app.cli.preferences", "add_make_pairs_arguments", "run_make_pairs", "sample and label preference pairs"),
+    "train-reward": ("app.cli.preferences", "add_train_reward_arguments", "run_train_reward", "train a reward model on pairs"),
+    "make-embedded-model": ("app.cli.embedded_model", "add_arguments", "run", "rebuild the embedded language model"),
     "lab": ("app.lab", "add_arguments", "run", "write out the lab's notebook (seed 001's six exercises)"),
-    "thumbnails": ("app.thumbnails", "add_arguments", "run", "draw the index's picture of every page from the engines"),
+    "thumbnails": ("app.pages.thumbnails", "add_arguments", "run", "draw the index's picture of every page from the engines"),
 }
 """Commands whose modules (torch, transformers) load only when the command runs."""
 
@@ -128,8 +128,8 @@ def run_server(args: argparse.Namespace) -> int:
     offered.install(offer)
     # The cluster reads its slots when first imported, so the option reaches it through its variable.
     os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
-    from app import cluster
-    from app.server import serve, share_cores  # panel loads only when the app is served
+    from app.jobs import cluster
+    from app.serving.server import serve, share_cores  # panel loads only when the app is served
 
     share_cores()  # before the local cluster starts: its worker processes inherit OMP_NUM_THREADS
     jobs = cluster.Cluster(args.scheduler or os.environ.get(SCHEDULER_VARIABLE), server_limits.max_runs_per_device)
@@ -140,7 +140,7 @@ def run_server(args: argparse.Namespace) -> int:
         return 2
     cluster.install(jobs)
     if offer.models[0] == EMBEDDED or offered.is_folder(offer.models[0]):  # on this machine: loading downloads nothing
-        from app.model_jobs import warm_up
+        from app.jobs.model_jobs import warm_up
 
         warm_up(offer.models[0], jobs)  # a class's first Start then finds the default model loaded
     # Web processes joined to one scheduler count their learners together on its board; a local cluster serves one process.

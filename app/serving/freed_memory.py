@@ -1,6 +1,6 @@
 """Freed memory handed back to the system: the web process's and the local scheduler's, every few seconds.
 
-Stdlib only, so that the scheduler's process (app/scheduler_upkeep.py) uses it without the web app's imports.
+Stdlib only, so that the scheduler's process (app/jobs/scheduler_upkeep.py) uses it without the web app's imports.
 """
 
 from __future__ import annotations

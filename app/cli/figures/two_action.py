@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.figures.text import table
+from app.cli.figures.text import table
 from engines.two_action import TwoActionSettings as Settings
 from engines.two_action import two_action_estimates, variance_minimising_baseline
 

@@ -1,7 +1,7 @@
 """Train a language model with REINFORCE from the command line: `feedback-lab train-lm [options] --out DIR`.
 
 Seed 000 sections 6.11 and 6.12 without a browser: the same engine and the same run files
-as the live-run page (see app/runs.py), a progress bar on stderr, and the seed's `[eval]`
+as the live-run page (see app/jobs/runs.py), a progress bar on stderr, and the seed's `[eval]`
 lines and worked example on stdout. Every option is a field of LMSettings, with its default
 and one-line help; an invalid value or a model that cannot be loaded is refused with one
 sentence and exit status 2.
@@ -18,8 +18,8 @@ from engines.lm.reinforce import LMRun
 from engines.lm.results import EvalResult, format_eval, format_worked_example, worked_example
 from engines.lm.settings import LMSettings
 
-from app.options import add_settings_options, settings_from_args
-from app.runs import RUNS_DIR, RunWriter, new_run_id, run_config
+from app.cli.options import add_settings_options, settings_from_args
+from app.jobs.runs import RUNS_DIR, RunWriter, new_run_id, run_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

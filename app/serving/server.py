@@ -5,12 +5,12 @@
 serves / (the index), /baselines, /preferences and every other page module that
 exists, each in a shared template with navigation and a light/dark theme toggle,
 /healthz (200 "ok" while the server answers) and, with --admin, Panel's /admin.
-The limits (app/limits.py) are options and FEEDBACK_LAB_* variables.
+The limits (app/serving/limits.py) are options and FEEDBACK_LAB_* variables.
 Panel users can serve the same app, from the repository root, with
 
-    PYTHONPATH=. panel serve app/server.py
+    PYTHONPATH=. panel serve app/serving/server.py
 
-(plain `panel serve app/server.py` once the project is installed, `pip install -e .`),
+(plain `panel serve app/serving/server.py` once the project is installed, `pip install -e .`),
 which puts it at /server; there the page is chosen by the query string
 (/server?page=baselines), since `panel serve` gives one route per script. The page
 limits (sessions, compute seconds, run sizes) come from the FEEDBACK_LAB_* variables
@@ -19,7 +19,7 @@ options (--unused-session-lifetime, --websocket-max-message-size).
 
 Every browser session builds its own page object (no state shared between
 sessions), and a page's `close()` runs when its tab closes. `feedback-lab serve` builds a few
-sessions of each analytic page before their visitors come (app/ready_pages.py, `--ready-pages`).
+sessions of each analytic page before their visitors come (app/serving/ready_pages.py, `--ready-pages`).
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
 import assets
-from app import limits, ready_pages, room
-from app.freed_memory import trim_freed_memory
+from app.serving import limits, ready_pages, room
+from app.serving.freed_memory import trim_freed_memory
 from app.pages import COURSE, PageInfo, available_pages
-from app.thumbnails import PICTURES, shipped
+from app.pages.thumbnails import PICTURES, shipped
 from widgets.pace_banner import PaceBanner
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG, deliver, session_document
@@ -66,7 +66,7 @@ def route_link(route: str) -> str:
 
 
 def query_link(route: str) -> str:
-    """Where `panel serve app/server.py` shows a page: one script, the page in the query."""
+    """Where `panel serve app/serving/server.py` shows a page: one script, the page in the query."""
     return f"?page={route}" if route else "?"
 
 
@@ -254,7 +254,7 @@ class PageTemplate(pn.template.BootstrapTemplate):
 
 
 def join_room(route: str) -> PaceBanner:
-    """Count this session on `route` in the room (app.room) from the moment its browser has loaded the page until the
+    """Count this session on `route` in the room (app.serving.room) from the moment its browser has loaded the page until the
     tab closes, with its answers to the page's cards; and the banner that shows where the teacher sends the class."""
     doc = session_document()
     guide = session_guide()
@@ -269,7 +269,7 @@ def join_room(route: str) -> PaceBanner:
     stop_following = the_room.follow_pace(lambda pace: deliver(doc, partial(show, pace)))
     leave = []
     context = doc.session_context
-    is_open = lambda: context.session is None or context.session.connection_count > 0  # noqa: E731 (see app.limits)
+    is_open = lambda: context.session is None or context.session.connection_count > 0  # noqa: E731 (see app.serving.limits)
     pn.state.onload(lambda: leave.append(the_room.enter(context.id, route, guide, is_open)))
 
     def left(_context) -> None:
@@ -371,7 +371,7 @@ def admit() -> object | None:
 def admitted(build: Callable[[], pn.viewable.Viewable]) -> Callable[[], pn.viewable.Viewable]:
     """`build` for a new session while the server has room for one more, else the one-sentence page.
 
-    A session built ahead (app.ready_pages) has no visitor yet: it is admitted when one takes it.
+    A session built ahead (app.serving.ready_pages) has no visitor yet: it is admitted when one takes it.
     """
 
     def session():
@@ -570,7 +570,7 @@ def collect_on_a_timer(every: float) -> bool:
     each, every slider step and page load waiting behind them. A closed session's page is cyclic
     garbage that only a full collection frees, so they cannot stop; the cost of one is the objects
     alive, not the garbage, so fewer of them pause the server less. The server's `collect_seconds`
-    (120 s by default; app.limits) sets how long a closed page's memory may wait. Panel's own then
+    (120 s by default; app.serving.limits) sets how long a closed page's memory may wait. Panel's own then
     comes only after that long without a session closing. Younger generations are collected as
     before. Started once per process, on a daemon thread.
     """
@@ -614,7 +614,7 @@ def serve(
     `server_limits` (default: the environment's) are installed for the pages to read; the
     unused-session lifetime and the websocket message bound go to Bokeh's server. `admin`
     adds Panel's admin page at /admin; `server_limits.ready_pages` sessions of each analytic page are
-    kept built ahead (app/ready_pages.py). One process serves every session (no `num_procs`:
+    kept built ahead (app/serving/ready_pages.py). One process serves every session (no `num_procs`:
     it has no session affinity); deploy/nginx.conf puts several processes behind a proxy.
     """
     server_limits = server_limits or limits.from_environment()
@@ -656,7 +656,7 @@ def serve(
 
 def stop_on_sigterm() -> None:
     """Take SIGTERM (`docker stop`, `docker compose down`, systemd) as Ctrl-C: the server stops and the process leaves
-    through its exit handlers, which close the model jobs' cluster (app.cluster.Cluster.close).
+    through its exit handlers, which close the model jobs' cluster (app.jobs.cluster.Cluster.close).
 
     Panel's serve stops on SIGINT only (it sets that handler once serving); under Python's default a SIGTERM ends the
     process at once, so its local cluster's workers learned of it only when their nannies were gone, and their
@@ -666,7 +666,7 @@ def stop_on_sigterm() -> None:
 
 
 def applications(table: dict[str, Callable[[], pn.viewable.Viewable]], server_limits: limits.ServerLimits) -> dict:
-    """Panel's applications of the routes; those of pages built ahead (app.ready_pages) keep `ready_pages` sessions ready."""
+    """Panel's applications of the routes; those of pages built ahead (app.serving.ready_pages) keep `ready_pages` sessions ready."""
     apps = build_applications(table, title=titles())
     ready_pages.use_handler(GatedDocHandler)
     ready = [path for path in (f"/{info.route}" for info in available_pages() if info.ready_ahead) if path in apps]
@@ -681,7 +681,7 @@ def applications(table: dict[str, Callable[[], pn.viewable.Viewable]], server_li
 
 
 def panel_serve_view() -> PageTemplate:
-    """The session of `panel serve app/server.py`: the page named by ?page=, else the index."""
+    """The session of `panel serve app/serving/server.py`: the page named by ?page=, else the index."""
     pages = available_pages()
     wanted = (pn.state.session_args.get("page") or [b""])[0].decode(errors="replace")
     for info in pages:
