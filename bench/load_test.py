@@ -19,7 +19,9 @@ and answers every prediction card it meets (a random choice) before it moves the
 them. The report then adds whether the room view's tally equals the answers of the learners
 whose pages are open at the end, and again once every tab has closed, and how long the tally
 trailed each answer: from the answer sent to the first update of the room view that shows, for
-that card and choice, the count the learners' open pages hold at that moment (p50, p95, max).
+that card and choice, the count the learners' open pages hold at that moment (p50, p95, max); and,
+less strict, to the first update whose count is one the class held at some moment after the answer
+(the answer is in it, other learners' answers sent meanwhile may not be yet).
 
 With `--burst N` the test is the opening of a lesson instead: for each page of `--pages`, on a
 fresh server, N learners open the same page within one second (spread evenly) and the times
@@ -122,6 +124,24 @@ class Classroom:
             if t <= at:
                 counts.setdefault(card, {})[choice] = counts.get(card, {}).get(choice, 0) + step
         return {card: {c: n for c, n in choices.items() if n} for card, choices in counts.items() if any(choices.values())}
+
+    def held(self, card: str, choice: str, start: float, end: float) -> set[int]:
+        """Every count of `card`'s `choice` the learners' open pages held from time `start` to `end`."""
+        count = sum(step for t, c, k, step in self.changes if t <= start and (c, k) == (card, choice))
+        counts = {count}
+        for t, c, k, step in self.changes:
+            if start < t <= end and (c, k) == (card, choice):
+                count += step
+                counts.add(count)
+        return counts
+
+    def reached(self) -> list[float]:
+        """Seconds from each answer to the first update of the room view whose count for its card and choice is one the
+        class held at some moment after the answer: the answer is in it, though other learners' answers and closed
+        tabs sent meanwhile may not be yet (`lags` waits for those too)."""
+        return [next((t - sent for t, counts in self.shown
+                      if t >= sent and counts.get(card, {}).get(choice, 0) in self.held(card, choice, sent, t)), math.inf)
+                for sent, card, choice in self.answers]
 
     def lags(self) -> tuple[list[float], int]:
         """Seconds from each answer to the first update of the room view that shows its card's choice at the count
@@ -598,7 +618,9 @@ async def tally_at_end(room: Classroom, held: list, teacher: PageSession) -> dic
         report[moment] = {"right": shown == room.expected(), "answers": sum(n for c in room.expected().values() for n in c.values()),
                           "shown": sum(n for c in shown.values() for n in c.values())}
     lags, missed = room.lags()
-    report |= {"answers_given": len(room.answers), "lag": summary(lags), "never_shown": missed, "updates": len(room.shown)}
+    reached = [lag for lag in room.reached() if lag != math.inf]
+    report |= {"answers_given": len(room.answers), "lag": summary(lags), "never_shown": missed, "updates": len(room.shown),
+                "reached": summary(reached)}
     await teacher.close()
     return report
 
@@ -758,6 +780,9 @@ def print_report(r: dict) -> None:
         if lag["n"]:
             print(f"  the tally trailed an answer by p50 {ms(lag['p50'])}, p95 {ms(lag['p95'])}, max {ms(lag['max'])}; "
                   f"{room['never_shown']} answers never shown at their count")
+            reached = room["reached"]
+            print(f"  an answer was in the tally shown (a count the class held after it) after p50 {ms(reached['p50'])}, "
+                  f"p95 {ms(reached['p95'])}, max {ms(reached['max'])} ({reached['n']} answers)")
     if "lm_run" in r:
         lm = r["lm_run"]
         per = f", {lm['s_per_step']:.2f} s per step" if lm["s_per_step"] else ""

@@ -57,3 +57,15 @@ def test_the_figures_of_each_minute_count_what_ended_in_it():
     assert (minutes[0]["moves"]["n"], minutes[0]["moves"]["max"], minutes[0]["loads"]["n"], minutes[0]["readies"]["max"]) == (2, 0.3, 1, 2.5)
     assert (minutes[1]["moves"]["n"], minutes[1]["loads"]["n"]) == (1, 0)
     assert (minutes[2]["moves"]["n"], minutes[2]["loads"]["max"]) == (0, 1.0)
+
+
+def test_the_rooms_two_lags_an_exact_count_and_a_count_held_after_the_answer():
+    room = load_test.Classroom()
+    # Learner A answers "spread" at 1.0; learner B answers "spread" too at 1.2; the room view shows 1 at 1.5, 2 at 2.0.
+    room.answers += [(1.0, "card", "spread"), (1.2, "card", "spread")]
+    room.changes += [(1.0, "card", "spread", +1), (1.2, "card", "spread", +1)]
+    room.shown += [(0.5, {}), (1.5, {"card": {"spread": 1}}), (2.0, {"card": {"spread": 2}})]
+    lags, missed = room.lags()
+    assert missed == 0 and lags == pytest.approx([1.0, 0.8])  # A's answer waits for B's: only 2 is the count at 1.5 and after
+    assert room.reached() == pytest.approx([0.5, 0.8])  # 1 is a count held after A's answer (from 1.0 to 1.2), not after B's
+    assert room.held("card", "spread", 1.1, 5.0) == {1, 2} and room.held("card", "spread", 0.0, 0.9) == {0}
