@@ -25,8 +25,9 @@ from distributed import Client
 from distributed.security import Security
 
 from app.jobs.cluster import SchedulerUnreachable, check_tls_settings, refusal
+from app.serving.room import TOKEN_VARIABLE
 from bench.load_test import PageSession
-from tests.app.test_deploy import RUN, SERVICES, command, finished_runs
+from tests.app.test_deploy import RUN, SERVICES, TEACHER_TOKEN, command, finished_runs
 from tests.servers import ROOT, free_port, start_server, stop_server, wait_until
 
 TLS = yaml.safe_load((ROOT / "deploy" / "compose.tls.yaml").read_text())
@@ -74,7 +75,8 @@ def cluster(tmp_path_factory):
     certificates, other = make_certificates(tmp / "tls"), make_certificates(tmp / "other")
     runs = tmp / "runs"
     runs.mkdir()
-    ours = {"FEEDBACK_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT)}
+    # The compose file asks its operator for the teacher's token (docker compose refuses to start without one).
+    ours = {"FEEDBACK_LAB_RUNS": str(runs), "PYTHONPATH": str(ROOT), TOKEN_VARIABLE: TEACHER_TOKEN}
     port = free_port()
     scheduler = f"tls://127.0.0.1:{port}"
     started = []
