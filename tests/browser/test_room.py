@@ -22,7 +22,7 @@ def count(room, label: str, n: int) -> None:
     expect(room.locator(TALLY).get_by_label(f"{label}: {n}", exact=True)).to_be_attached(timeout=10_000)
 
 
-def test_three_learners_and_the_teachers_room(browser, server_url, teacher_token, wait_for_guide, console_errors, page):
+def test_three_learners_and_the_teachers_room(browser, server_url, teacher_token, wait_for_guide, console_errors, page, save_screenshot):
     room = page
     room.goto(f"{server_url}/room?token={teacher_token}")
     expect(room.locator(TALLY)).to_contain_text("baseline")
@@ -42,6 +42,7 @@ def test_three_learners_and_the_teachers_room(browser, server_url, teacher_token
         answer(c, "the average only")
         count(room, "the spread only", 2)
         count(room, "the average only", 1)
+        save_screenshot(room, "room")  # the picture of docs/room.md: three learners, the first card's tally
 
         c.locator(CARD).get_by_role("button", name="Ask me again").click()  # C changes their mind
         answer(c, "both")
