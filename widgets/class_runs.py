@@ -84,8 +84,14 @@ class ClassRunsPlot(pn.viewable.Viewer):
             fig.add_tools(HoverTool(renderers=[lines], tooltips=[("run", "@label")]))
             self.figures.append(lean_figure(fig))
         self.listing = pn.pane.HTML(runs_list_html([]), sizing_mode="stretch_width", stylesheets=[CSS])
+        self.shown: list[RunLine] = []
 
     def show(self, runs: list[RunLine]) -> None:
+        """Draw `runs`; the same runs as last drawn send nothing (the room view reads the folder every few seconds, and
+        every run's every step would otherwise travel to the teacher's browser each time)."""
+        if runs == self.shown:
+            return
+        self.shown = runs
         self.source.data = {
             "xs": [r.steps for r in runs], "reward": [r.reward for r in runs], "kl": [r.kl for r in runs],
             "colour": [beta_colour(r.beta) for r in runs], "label": [f"{r.name} (β {r.beta:g})" for r in runs],

@@ -18,6 +18,7 @@ from app.pages import room as room_page
 from app.pages.bandit import BASELINE_EFFECT, WHICH_ARM
 from app.serving.room import REFUSED, Counts, LocalBoard, Pace, Room, SchedulerBoard, TeacherToken, pace_for, read_pace
 from tests.servers import page_token, pull_document, serving_in_process, wait_until
+from widgets.class_runs import ClassRunsPlot, RunLine
 from widgets.predict import Guide, PredictionCard
 
 TOKEN = "a-teachers-token-for-the-tests"
@@ -207,3 +208,14 @@ def test_the_token_never_reaches_the_log_after_a_session_of_visits(monkeypatch):
     assert "GET /room?token=wrong-token-of-a-visitor" in text  # the access log writes every request's URL
     assert "GET /room?token=[token]" in text
     assert TOKEN not in text
+
+
+def test_the_class_runs_plot_sends_runs_again_only_when_they_changed():
+    plot = ClassRunsPlot()
+    first = [RunLine("20261206-a", 0.0, "running", [1, 2], [0.1, 0.4], [0.0, 0.2])]
+    plot.show(first)
+    sent = plot.source.data
+    plot.show([RunLine("20261206-a", 0.0, "running", [1, 2], [0.1, 0.4], [0.0, 0.2])])  # read again, nothing new
+    assert plot.source.data is sent
+    plot.show([RunLine("20261206-a", 0.0, "running", [1, 2, 3], [0.1, 0.4, 0.5], [0.0, 0.2, 0.3])])  # a step more
+    assert plot.source.data is not sent and plot.source.data["xs"] == [[1, 2, 3]]
