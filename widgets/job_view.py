@@ -16,8 +16,12 @@ from collections.abc import Callable, Iterator
 import panel as pn
 import param
 
+from widgets.debounce import Debounce
 from widgets.run_controls import RunControls
 from widgets.streaming import StreamingRun
+
+RESTART_DELAY_MS = 300
+"""Quiet time after the last change of a job's control before `restart_soon` starts the job afresh."""
 
 
 class JobView(pn.viewable.Viewer):
@@ -40,7 +44,8 @@ class JobView(pn.viewable.Viewer):
                  on_done: Callable[[bool], None] | None = None, on_stop: Callable[[], None] | None = None,
                  on_pause: Callable[[], None] | None = None, on_resume: Callable[[], None] | None = None, **params):
         super().__init__(**params)
-        self.completed, self.on_done = completed, on_done
+        self.completed, self.on_done, self.on_start = completed, on_done, on_start
+        self.delayed_start = Debounce(RESTART_DELAY_MS)
         self.run = StreamingRun(apply, self.done, time_limit=time_limit)
         self.controls = RunControls(on_start, on_stop or self.stop, seed=seed)
         self.pause_buttons: tuple[pn.widgets.Button, ...] = ()
@@ -78,6 +83,14 @@ class JobView(pn.viewable.Viewer):
     def stop(self) -> None:
         self.run.stop()
         self.controls.running = False
+
+    def restart_soon(self) -> None:
+        """Stop the job under way now, and start afresh (`on_start`) once its controls have been still for
+        RESTART_DELAY_MS: a dragged slider's updates then do not share the CPU with runs that its next step
+        would replace anyway, and the drag starts one run, not twenty."""
+        self.stop()
+        self.controls.progress = 0.0
+        self.delayed_start.soon("start", self.on_start)
 
     def done(self, finished: bool) -> None:
         """The job ended (`finished`: it ran to its end), or a result was shown without one."""

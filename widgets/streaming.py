@@ -64,6 +64,8 @@ class StreamingRun:
                  time_limit: float | None = None):
         self.apply, self.on_done, self.period, self.time_limit = apply, on_done, period, time_limit
         self.notice = pn.pane.Alert(alert_type="warning", visible=False, sizing_mode="stretch_width", css_classes=["fl-job-notice"])
+        self.failure_told = False
+        """Whether the sentence in `notice` says the job failed: it then stays after the job ends, until a new start."""
         self._token = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -139,13 +141,14 @@ class StreamingRun:
     def _done_current(self, token: int, finished: bool, message: str, kind: str) -> None:
         if token != self._token:
             return
-        if message or self.notice.alert_type != "danger":  # a failure told during the job stays; a wait's sentence goes
+        if message or not self.failure_told:  # a failure told during the job stays; a wait's sentence goes
             self.tell(message, kind)
         if self.on_done is not None:
             self.on_done(finished)
 
     def tell(self, message: str, kind: str = "warning") -> None:
         """Show one sentence in `notice` (an empty one hides it): a limit or a wait as a "warning", a failure as "danger"."""
+        self.failure_told = bool(message) and kind == "danger"
         self.notice.param.update(object=message, visible=bool(message), alert_type=kind)
 
 

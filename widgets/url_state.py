@@ -1,6 +1,6 @@
 """Every control in the query string: a shared link restores the page's state.
 
-`sync_url(viewer, names)` reads the link's query values once, applies the valid ones,
+`sync_url(viewer)` reads the link's query values of the viewer's controls once, applies the valid ones,
 then keeps the URL and the controls in step with `pn.state.location.sync`. A value
 that does not parse or lies outside its control's range is dropped: the control keeps
 its default and the returned `pn.pane.Alert` says so, instead of a traceback.
@@ -81,15 +81,25 @@ def notice_alert(notices: list[str], alert: pn.pane.Alert | None = None) -> pn.p
     return alert
 
 
-def sync_url(obj: param.Parameterized, names: list[str], query: dict[str, str] | None = None,
+def controls_of(obj: param.Parameterized | type[param.Parameterized]) -> list[str]:
+    """The page's controls, in the order its class declares them: every parameter but `name`, and but one
+    the page keeps as state rather than offers (a run's phase), which it marks with a negative `precedence`."""
+    return [name for name, parameter in obj.param.objects("existing").items()
+            if name != "name" and (parameter.precedence is None or parameter.precedence >= 0)]
+
+
+def sync_url(obj: param.Parameterized, names: list[str] | None = None, query: dict[str, str] | None = None,
              adjust: Callable[[dict[str, str]], tuple[dict[str, str], list[str]]] | None = None) -> pn.pane.Alert:
     """Apply the link's valid values to `obj`, keep the URL in step, return the notice pane.
 
+    `names` are the parameters the link holds, by default every control of the page (`controls_of`), so a
+    control added to a page is in its links with no list to keep.
     `query` defaults to the current session's request arguments (tests pass one).
     `adjust(query) -> (query, notices)`, if given, rewrites the link's values before they are
     parsed (a server's limits: a number above one is set to it) and says so in its notices;
     the browser's own query string goes through it too, so a value is said once.
     """
+    names = controls_of(obj) if names is None else names
     query = _session_query() if query is None else query
     query, adjusted = adjust(query) if adjust is not None else (query, [])
     values, notices = parse_query(obj, query, names)

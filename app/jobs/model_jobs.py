@@ -44,6 +44,7 @@ from app.jobs.cluster import (
     WorkerDied,
     current,
     job_label,
+    told_waiting,
 )
 from app.jobs.model_cache import MODELS, ModelCache
 from app.jobs.runs import (
@@ -343,6 +344,15 @@ class Failed:
     message: str
 
 
+def told(job, snapshot, what: str) -> bool:
+    """Whether `snapshot` is a job's word rather than its result, said by `job` (a page's widgets.job_view.JobView):
+    Queued, where `what` waits (a warning, cleared by the next snapshot), or Failed, what went wrong (an error)."""
+    if isinstance(snapshot, Failed):
+        job.fail(snapshot.message)
+        return True
+    return told_waiting(job, snapshot, what)
+
+
 @dataclass(frozen=True, eq=False)
 class TrainingView:
     """The live curves of one reward-model training so far."""
@@ -424,7 +434,7 @@ def generate_pairs(settings, cluster: Cluster | None = None, models: ModelCache 
                 models.keep(key, progress.pairs)
             yield progress
     except (ModelNotAvailable, ValueError, OSError, WorkerDied) as error:
-        yield Failed(str(error))
+        yield Failed(f"The pairs could not be generated: {error}")
 
 
 def training_views(pairs, settings) -> Iterator[TrainingView]:

@@ -1,6 +1,8 @@
 """A page's job as one piece (widgets/job_view.py): its controls and its alert placed together, Pause and Resume
 where the job allows them, a failure that stays said after its job ends, a wait that does not."""
 
+import itertools
+
 import panel as pn
 
 from widgets.job_view import JobView
@@ -67,3 +69,27 @@ def test_a_job_that_reached_its_end_shows_full_progress_only_when_it_did_its_wor
     job.completed = None
     run_to_end(job, [1])
     assert job.controls.progress == 1.0
+
+
+def test_restart_soon_stops_the_job_under_way_and_starts_afresh():
+    # Without a browser session the delayed start comes at once (widgets/debounce.py); in a session it waits for quiet.
+    started = []
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: started.append(job.run.running))
+    job.start(itertools.count)  # a job that runs until it is stopped
+    job.controls.progress = 0.5
+    job.restart_soon()
+    job.run.join(10)
+    assert started == [False] and not job.run.running and job.controls.progress == 0.0
+
+
+def test_a_model_jobs_word_is_said_by_its_view_and_its_result_is_not():
+    from app.jobs.cluster import Queued
+    from app.jobs.model_jobs import Failed, told
+
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: None)
+    queued = Queued(device="cpu", position=2)
+    assert told(job, queued, "The training")
+    assert job.notice.visible and job.notice.alert_type == "warning" and job.notice.object.startswith("The training")
+    assert not told(job, object(), "The training") and not job.notice.visible  # a result clears the wait's sentence
+    assert told(job, Failed("The pairs could not be generated: no model."), "The training")
+    assert job.run.failure_told and job.notice.alert_type == "danger" and job.notice.object == "The pairs could not be generated: no model."

@@ -227,3 +227,17 @@ def test_the_server_s_full_collections_come_from_its_timer_and_free_old_cycles()
     # In a process of its own: the test's interpreter keeps Python's own collection rules.
     done = subprocess.run([sys.executable, "-c", COLLECTED_ON_A_TIMER], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_pages_link_holds_every_control_and_no_state():
+    from app.pages.live_run import LiveRunPage
+    from widgets.url_state import controls_of
+
+    class Page(param.Parameterized):
+        b = param.Number(1.0)
+        a = param.Integer(2)
+        phase = param.String("idle", precedence=-1)  # state the page keeps, not a control
+
+    assert controls_of(Page()) == ["b", "a"]
+    names = controls_of(LiveRunPage)  # a page class, as its instance
+    assert names[:2] == ["model", "reward"] and "phase" not in names and "name" not in names

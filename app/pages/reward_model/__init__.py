@@ -23,9 +23,9 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Range1d
 
-from app.jobs.cluster import Cluster, Queued, current as current_cluster, told_waiting
+from app.jobs.cluster import Cluster, Queued, current as current_cluster
 from app.jobs.model_cache import MODELS, ModelCache
-from app.jobs.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, train_reward_model
+from app.jobs.model_jobs import Failed, TrainingView, generate_pairs, pairs_key, told, train_reward_model
 from app.pages.reward_model.figures import (accuracy_figure, label_frequencies, loss_figure, pairs_figure, pairs_rows, pairs_table,
                                         probe_table)
 from app.pages.reward_model.pairs_files import PairsFiles
@@ -177,10 +177,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_job.start(lambda: generate_pairs(settings, self.cluster, self.models))
 
     def _show_pairs(self, report) -> None:
-        if told_waiting(self.pairs_job, report, "Sampling the pairs"):
-            return
-        if isinstance(report, Failed):
-            self.pairs_job.fail(f"The pairs could not be generated: {report.message}")
+        if told(self.pairs_job, report, "Sampling the pairs"):
             return
         if isinstance(report, PreferencePairs):
             base = report
@@ -293,10 +290,7 @@ class RewardModelPage(pn.viewable.Viewer):
         self.training_job.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
 
     def _show_training(self, view: TrainingView | Queued | Failed) -> None:
-        if told_waiting(self.training_job, view, "The training"):
-            return
-        if isinstance(view, Failed):
-            self.training_job.fail(view.message)
+        if told(self.training_job, view, "The training"):
             return
         if view.pairs is not self.data or view.settings != self.train_settings():
             return  # delivered by a run replaced since

@@ -13,8 +13,8 @@ from functools import cached_property
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from app.jobs.cluster import Cluster, Queued, told_waiting
-from app.jobs.model_jobs import Failed, SweepView, sweep_tau
+from app.jobs.cluster import Cluster, Queued
+from app.jobs.model_jobs import Failed, SweepView, sweep_tau, told
 from app.pages.reward_model.text import sweep_intro
 from engines.lm.reward_model import RewardModelSettings, TauSweepRow
 from widgets.downloads import plot_with_downloads
@@ -45,10 +45,7 @@ class TauSweep(pn.viewable.Viewer):
         self.job.start(lambda: sweep_tau(pairs, self.taus, settings, label_seed, self.cluster))
 
     def _show(self, view: SweepView | Queued | Failed) -> None:
-        if told_waiting(self.job, view, "The sweep"):
-            return
-        if isinstance(view, Failed):
-            self.job.fail(view.message)
+        if told(self.job, view, "The sweep"):
             return
         if view.pairs is not self.current():
             return
