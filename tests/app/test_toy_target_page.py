@@ -1,4 +1,5 @@
-"""The toy target page without a browser: its estimates, tables and training curves against the engine."""
+"""The toy target page without a browser: its estimates, tables and training curves against the engine, and the
+functions that make its plots' columns against sums done by hand."""
 
 import math
 
@@ -6,7 +7,6 @@ import numpy as np
 import pytest
 
 from app.pages.toy_target import (
-    ACTIVE,
     T,
     ToyTargetPage,
     V,
@@ -15,9 +15,21 @@ from app.pages.toy_target import (
     draw_batches,
     page,
 )
+from app.pages.toy_target.figures import (
+    COLOURS,
+    coordinate_numbers,
+    histogram_columns,
+    identity_columns,
+    mean_columns,
+    training_columns,
+    variance_columns,
+)
 from engines.toy_target import (
+    ACTIVE,
     ESTIMATORS,
     THETA,
+    Batches,
+    TrainingSnapshot,
     ToyTargetSettings,
     draw_target,
     exact_gradient,
@@ -190,3 +202,89 @@ def test_the_predictions_and_the_engines_ranking_of_the_variances(default_page):
     pg.guide.prompts = False
     assert pg.start_card.revealed and pg.ranking_card.revealed
     pg.guide.prompts = True
+
+
+# --- the plots' columns (app/pages/toy_target/figures.py), on small hand-made results ---------------------------------
+
+
+def batches_of(estimates: dict, exact: np.ndarray, exact_variances: dict | None = None) -> Batches:
+    """Batches as the engine would stream them, but with the numbers a test chooses."""
+    drawn = len(next(iter(estimates.values())))
+    return Batches(estimates, drawn, samples=4, seed=0, J=0.125, exact=exact, exact_variances=exact_variances or {})
+
+
+def test_mean_columns_list_every_coordinate_that_can_move():
+    exact = np.arange(T * V * V, dtype=float).reshape(T, V, V)
+    # Two batches per estimator whose mean is (i + 1) times the exact gradient.
+    estimates = {name: np.stack([exact * i, exact * (i + 2)]) for i, name in enumerate(ESTIMATORS)}
+    columns = mean_columns(batches_of(estimates, exact))
+    assert len(columns["t"]) == T * V * V - (V - 1) * V  # step 1 reads only the start context: 328 of 384
+    rows = list(zip(columns["t"], columns["c"], columns["k"]))
+    assert len(set(rows)) == len(rows)
+    for row, (t, c, k) in enumerate(rows):
+        assert 1 <= t <= T and (c == 0 or t > 1)
+        assert columns["exact"][row] == (t - 1) * V * V + c * V + k
+        for i, name in enumerate(ESTIMATORS):
+            assert columns[name][row] == (i + 1) * columns["exact"][row]
+
+
+def test_identity_line_spans_the_exact_gradients_with_a_margin():
+    columns = identity_columns(np.array([0.0, -0.02, 0.06]))  # range 0.08, 15 % of it is 0.012
+    np.testing.assert_allclose(columns["x"], [-0.032, 0.072])
+    assert columns["y"] == columns["x"]
+
+
+def test_variance_columns_are_the_tables_rows_by_column():
+    rows = [{"estimator": "none", "label": "no baseline", "measured": 2.0, "se": 0.1, "exact": 2.1},
+            {"estimator": "loo", "label": "leave-one-out", "measured": 1.0, "se": 0.05, "exact": 0.9}]
+    assert variance_columns(rows) == {"estimator": ["none", "loo"], "label": ["no baseline", "leave-one-out"],
+                                      "measured": [2.0, 1.0], "se": [0.1, 0.05], "exact": [2.1, 0.9]}
+
+
+def test_coordinate_numbers_at_one_coordinate():
+    # One coordinate (0, 0, 1) of a 1 x 1 x 2 theta; the other one holds numbers that must not be read.
+    none = np.zeros((4, 1, 1, 2))
+    none[:, 0, 0, 1] = [1.0, 2.0, 3.0, 4.0]
+    loo = np.full((4, 1, 1, 2), 9.0)
+    loo[:, 0, 0, 1] = 2.5
+    exact = np.array([[[7.0, 0.7]]])
+    variances = {"none": np.array([[[5.0, 0.09]]]), "loo": np.array([[[5.0, 0.04]]])}
+    at = coordinate_numbers(batches_of({"none": none, "loo": loo}, exact, variances), (0, 0, 1), "loo")
+    np.testing.assert_array_equal(at["x_none"], [1, 2, 3, 4])
+    np.testing.assert_array_equal(at["x_other"], [2.5] * 4)
+    assert (at["exact"], at["mean"]) == (0.7, 2.5)
+    # sd of 1, 2, 3, 4: sqrt(5 / 3); the squared deviations 2.25, 0.25, 0.25, 2.25 have sd sqrt(4 / 3), so
+    # SE(s) = sqrt(4 / 3) / sqrt(4) / (2 sqrt(5 / 3)) = 1 / (2 sqrt(5)).
+    assert at["sd_none"] == pytest.approx(math.sqrt(5 / 3)) and at["se_none"] == pytest.approx(1 / (2 * math.sqrt(5)))
+    assert (at["sd_other"], at["se_other"]) == (0.0, 0.0)
+    assert at["sd_none_exact"] == pytest.approx(0.3) and at["sd_other_exact"] == pytest.approx(0.2)
+
+
+def test_histogram_columns_share_bins_across_both_estimators():
+    none, compared = histogram_columns(np.array([0.0, 10.5, 10.7, 25.0]), np.array([40.0, 3.2]), "token")
+    np.testing.assert_array_equal(none["left"], np.arange(40))  # 40 bins of width 1 from the lowest to the highest
+    np.testing.assert_array_equal(none["right"], np.arange(1, 41))
+    np.testing.assert_array_equal(compared["left"], none["left"])
+    assert list(np.nonzero(none["count"])[0]) == [0, 10, 25] and list(none["count"][[0, 10, 25]]) == [1, 2, 1]
+    assert list(np.nonzero(compared["count"])[0]) == [3, 39]  # the highest estimate falls in the last bin
+    assert compared["colour"] == [COLOURS["token"]] * 40 and compared["label"] == ["token-level rewards"] * 40
+    none, compared = histogram_columns(np.array([0.5, 0.5]), np.array([0.5]), "loo")  # every estimate equal
+    np.testing.assert_allclose([none["left"][0], none["right"][0]], [0.4995, 0.5005])
+    assert list(none["count"]) == [2] and list(compared["count"]) == [1]
+
+
+def test_training_columns_one_curve_per_estimator_and_seed():
+    J = np.arange(12, dtype=float).reshape(2, 2, 3) / 12  # (estimators, seeds, steps + 1)
+    snapshot = TrainingSnapshot(step=2, J=J, steps_to_threshold=np.array([[2, -1], [-1, 1]]), estimators=("none", "loo"))
+    curves, reached, table = training_columns(snapshot)
+    assert [list(x) for x in curves["xs"]] == [[0, 1, 2]] * 4
+    np.testing.assert_array_equal(curves["ys"], [J[0, 0], J[0, 1], J[1, 0], J[1, 1]])
+    assert curves["colour"] == [COLOURS["none"]] * 2 + [COLOURS["loo"]] * 2
+    assert curves["label"] == ["no baseline"] * 2 + ["leave-one-out"] * 2
+    assert list(reached["step"]) == [2, 1] and list(reached["J"]) == [J[0, 0, 2], J[1, 1, 1]]
+    assert reached["colour"] == [COLOURS["none"], COLOURS["loo"]]
+    rows = list(zip(table["estimator"], table["seed"], table["step"], table["J"]))
+    assert len(rows) == 12
+    assert sorted((e, s, n) for e, s, n, _ in rows) == sorted((e, s, n) for e in ("none", "loo") for s in (0, 1) for n in (0, 1, 2))
+    for estimator, seed, step, value in rows:
+        assert value == J[("none", "loo").index(estimator), seed, step]

@@ -8,60 +8,26 @@ their total variance against the exact one, the spread of one coordinate (Figure
 and training runs to J >= 0.9 with and without a baseline.
 
 The Monte Carlo batches and the training runs are drawn on worker threads and stream in;
-a newer setting cancels the work under way. The exact gradient and exact variances are
+a newer setting stops the work under way and starts afresh once the controls are still. The exact gradient and exact variances are
 cached per target and batch size, so moving the coordinate or the estimator only re-reads
 estimates already drawn.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Span
 
+from app.pages.toy_target.figures import (coordinate_numbers, hist_figure, histogram_columns, identity_columns, mean_columns,
+                                          scatter_figure, training_columns, training_figure, variance_columns)
+from app.pages.toy_target.text import (COMPARED_LABEL, EQUATION, FIGURE2_TITLE, INTRO, MEANS_TITLE, METRICS, NOTICE, PREDICT,
+                                       RANKING_ANSWER, RANKING_CHOICES, RANKING_EXPLANATION, SECTIONS, START_CHOICES,
+                                       START_QUESTION, TABLE_CSS, VARIANCE_HEADING, VARIANCE_NOTE, WHY, check_yourself_text,
+                                       seed_note_text, summary_text, training_html, variance_table_html)
 from app.serving import limits
-from app.pages.toy_target.figures import (
-    COLOURS,
-    hist_figure,
-    scatter_figure,
-    training_figure,
-)
-from app.pages.toy_target.text import (
-    EQUATION,
-    INTRO,
-    NOTICE,
-    PREDICT,
-    RANKING_ANSWER,
-    RANKING_CHOICES,
-    RANKING_EXPLANATION,
-    START_CHOICES,
-    START_QUESTION,
-    TABLE_CSS,
-    WHY,
-    check_yourself_text,
-    seed_note_text,
-    summary_text,
-    training_html,
-    variance_table_html,
-)
-from engines.toy_target import (
-    ACTIVE,
-    ESTIMATORS,
-    LAB_T,
-    LAB_V,
-    Batches,
-    ToyTargetSettings,
-    TrainingSnapshot,
-    coordinate,
-    draw_batches,
-    draw_target,
-    histogram,
-    sd_and_se,
-    train,
-)
+from engines.toy_target import (ESTIMATORS, LAB_T, LAB_V, Batches, ToyTargetSettings, TrainingSnapshot, coordinate, draw_batches,
+                                draw_target, train)
 from widgets.downloads import csv_download, plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
@@ -72,8 +38,9 @@ from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
 from widgets.style import OKABE_ITO
+from widgets.summary import Summary
 from widgets.updates import one_update
-from widgets.url_state import sync_url
+from widgets.url_state import controls_of, sync_url
 
 TITLE = "The toy target task"
 SUMMARY = "REINFORCE on a task small enough to enumerate: estimates against the exact gradient, and what a baseline buys."
@@ -83,7 +50,6 @@ T, V = LAB_T, LAB_V
 """The lab's task: T = 6 symbols from a vocabulary of V = 8 (262,144 responses)."""
 TASK = SettingsControls(ToyTargetSettings)
 """The experiment's and the training's controls (engines/toy_target.py); T and V are the lab's."""
-
 
 UNIFORM_START = card_spec("toy-target/uniform-start", START_QUESTION, START_CHOICES, "every", kind="Check yourself")
 VARIANCE_RANKING = card_spec("toy-target/variance-ranking", PREDICT, RANKING_CHOICES, RANKING_ANSWER)
@@ -96,11 +62,8 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     samples = TASK.integer("samples", "Batch size N (responses per estimate)", bounds=(2, 64))
     batches = TASK.integer("batches", "Number of batches (one estimate each)", bounds=(50, 2000), step=50)
-    estimator = param.Selector(
-        default="loo",
-        objects={label: key for key, label in ESTIMATORS.items() if key != "none"},
-        label="Estimator compared with no baseline",
-    )
+    estimator = param.Selector(default="loo", objects={label: key for key, label in ESTIMATORS.items() if key != "none"},
+                               label="Estimator compared with no baseline")
     t = param.Integer(default=1, bounds=(1, T), label="Position t (step)")
     prev = param.Integer(default=0, bounds=(0, V - 1), label="Previous symbol y_{t−1}")
     symbol = param.Integer(default=6, bounds=(0, V - 1), label="Symbol k (its logit)")
@@ -109,11 +72,14 @@ class ToyTargetPage(pn.viewable.Viewer):
     lr = TASK.number("lr", "Learning rate η", bounds=(0.5, 30.0), step=0.5)
     seeds = TASK.integer("seeds", "Training seeds", bounds=(1, 16))
     steps = TASK.integer("steps", "Training steps", bounds=(50, 1000), step=50)
-    section = param.Selector(default="figure2", objects=["figure2", "means", "variance", "training"], label="Section shown")
+    section = param.Selector(default="figure2", objects=list(SECTIONS), label="Section shown")
 
-    EXPERIMENT = ("samples", "batches", "target_seed", "seed")
-    TRAINING = ("samples", "target_seed", "seed", "estimator", "lr", "seeds", "steps")
-    VIEW = ("estimator", "t", "prev", "symbol")
+    EXPERIMENT = {"samples", "batches", "target_seed", "seed"}
+    """What the Monte Carlo batches are drawn from: a change draws them afresh."""
+    TRAINING = {"samples", "target_seed", "seed", "estimator", "lr", "seeds", "steps"}
+    """What the training runs depend on: a change trains afresh (once the training section is open)."""
+    VIEW = {"estimator", "t", "prev", "symbol"}
+    """What Figure 2 reads from the batches already drawn."""
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
@@ -129,16 +95,8 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.training_table = ColumnDataSource(name="training")
         self.identity = ColumnDataSource({"x": [-0.01, 0.025], "y": [-0.01, 0.025]}, name="identity")
         self.focus = ColumnDataSource({"exact": [], "mean": []}, name="coordinate")
-        self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.1em"})
-        self.metrics = MetricRow(
-            {
-                "exact": ("exact gradient at the coordinate", "{value:.4f}"),
-                "sd_none": ("sd, no baseline", "{value:.3f}"),
-                "sd_none_exact": ("exact sd, no baseline", "{value:.3f}"),
-                "sd_other": ("sd, compared estimator", "{value:.3f}"),
-                "sd_other_exact": ("exact sd, compared estimator", "{value:.3f}"),
-            }
-        )
+        self.summary = Summary()
+        self.metrics = MetricRow(METRICS)
         self.seed_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
         self.variance_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
         self.training_summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
@@ -149,15 +107,12 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.guide = session_guide()
         self.start_card = PredictionCard.of(UNIFORM_START, check_yourself_text(), self.guide)
         self.ranking_card = PredictionCard.of(VARIANCE_RANKING, RANKING_EXPLANATION, self.guide)
-        self.sections = LazySections(self.param.section, {
-            "figure2": ("Figure 2: one coordinate", self._figure2_section),
-            "means": ("Means against the exact gradient", self._means_section),
-            "variance": ("Exercise 2: the variance table", self._variance_section),
-            "training": ("Training with and without the baseline", self._training_section),
-        }, on_open=self._opened)
-        names = [n for n in self.param if n != "name"]
-        self.param.watch(self._changed, names)
-        self.notice = sync_url(self, names, query)
+        builders = {"figure2": self._figure2_section, "means": self._means_section,
+                    "variance": self._variance_section, "training": self._training_section}
+        self.sections = LazySections(self.param.section, {key: (SECTIONS[key], build) for key, build in builders.items()},
+                                     on_open=self._opened)
+        self.param.watch(self._changed, controls_of(self))
+        self.notice = sync_url(self, query=query)
         # Start the worker threads once the browser has the page, so they do not slow its first drawing.
         pn.state.onload(self._start)
 
@@ -172,8 +127,6 @@ class ToyTargetPage(pn.viewable.Viewer):
         if section == "training" and self._started:
             self.start_training()
 
-    # --- events --------------------------------------------------------------------------
-
     def _changed(self, *events):
         names = {e.name for e in events}
         if "target_seed" in names and "symbol" not in names:
@@ -182,12 +135,12 @@ class ToyTargetPage(pn.viewable.Viewer):
         if not self._started:
             return
         with one_update():
-            if names & set(self.EXPERIMENT):
-                self.start_experiment()
-            elif names & set(self.VIEW):
+            if names & self.EXPERIMENT:
+                self.experiment_job.restart_soon()
+            elif names & self.VIEW:
                 self._show_coordinate()
-            if names & set(self.TRAINING) and "training" in self.sections.opened:
-                self.start_training()
+            if names & self.TRAINING and "training" in self.sections.opened:
+                self.training_job.restart_soon()
 
     def start_experiment(self) -> None:
         """Draw the batches afresh; a run under way is cancelled."""
@@ -204,77 +157,37 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.experiment_job.run.stop()
         self.training_job.run.stop()
 
-
-    # --- the Monte Carlo panels ----------------------------------------------------------
-
     def _apply_batches(self, batches: Batches | None) -> None:
         if batches is None:
             return
         self.batches_drawn = batches
         self.experiment_job.controls.progress = batches.drawn / batches.total
         with one_update():
-            t, c, k = np.nonzero(ACTIVE)
-            self.means.data = {"t": t + 1, "c": c, "k": k, "exact": batches.exact[ACTIVE],
-                               **{name: m[ACTIVE] for name, m in batches.means.items()}}
-            low, high = float(batches.exact[ACTIVE].min()), float(batches.exact[ACTIVE].max())
-            pad = 0.15 * (high - low)
-            self.identity.data = {"x": [low - pad, high + pad], "y": [low - pad, high + pad]}
-            rows = batches.variance_rows
-            self.variance_source.data = {key: [r[key] for r in rows] for key in ("estimator", "label", "measured", "se", "exact")}
-            self.variance_table.object = variance_table_html(rows, batches)
+            means = mean_columns(batches)
+            self.means.data, self.identity.data = means, identity_columns(means["exact"])
+            self.variance_source.data = variance_columns(batches.variance_rows)
+            self.variance_table.object = variance_table_html(batches.variance_rows, batches)
             self._show_coordinate()
 
     def _show_coordinate(self) -> None:
         """Figure 2 for the chosen coordinate and estimator, from the batches already drawn."""
-        coord = coordinate(self.t, self.prev, self.symbol)
-        label = ESTIMATORS[self.estimator]
         b = self.batches_drawn
         if b is None:
             return
-        exact_value = float(b.exact[coord])
-        x_none = b.estimates["none"][(slice(None), *coord)]
-        x_other = b.estimates[self.estimator][(slice(None), *coord)]
-        both = np.concatenate([x_none, x_other])
-        low, high = float(both.min()), float(both.max())
-        edges = np.linspace(low, high, 41) if high > low else np.array([low - 0.5e-3, low + 0.5e-3])
-        self.exact_rule.location = exact_value
-        self.hist_none.data = histogram(x_none, edges)
-        counts = histogram(x_other, edges)
-        self.hist_other.data = {**counts, "colour": [COLOURS[self.estimator]] * len(counts["count"]), "label": [label] * len(counts["count"])}
-        self.focus.data = {"exact": [exact_value], "mean": [float(b.means[self.estimator][coord])]}
-        sd_none, se_none = sd_and_se(x_none)
-        sd_other, se_other = sd_and_se(x_other)
-        exact_none = math.sqrt(float(b.exact_variances["none"][coord]))
-        exact_other = math.sqrt(float(b.exact_variances[self.estimator][coord]))
-        self.metrics.update(exact=exact_value, sd_none=sd_none, sd_none_exact=exact_none, sd_other=sd_other, sd_other_exact=exact_other)
-        self.summary.object = f'<p class="fl-summary">{summary_text(coord, b, self.estimator, x_none, x_other)}</p>'
-        self.seed_note.object = seed_note_text(self.estimator, (sd_none, se_none), (sd_other, se_other))
-
-    # --- training ------------------------------------------------------------------------
+        coord = coordinate(self.t, self.prev, self.symbol)
+        at = coordinate_numbers(b, coord, self.estimator)
+        self.exact_rule.location = at["exact"]
+        self.hist_none.data, self.hist_other.data = histogram_columns(at["x_none"], at["x_other"], self.estimator)
+        self.focus.data = {"exact": [at["exact"]], "mean": [at["mean"]]}
+        self.metrics.update(**at)
+        self.summary.show(summary_text(coord, b, self.estimator, at["x_none"], at["x_other"]))
+        self.seed_note.object = seed_note_text(self.estimator, (at["sd_none"], at["se_none"]), (at["sd_other"], at["se_other"]))
 
     def _apply_training(self, snapshot: TrainingSnapshot) -> None:
         self.training = snapshot
         self.training_job.controls.progress = snapshot.step / self.steps
-        E, S, n = snapshot.J.shape
-        x = np.arange(n)
-        labels = [ESTIMATORS[name] for name in snapshot.estimators]
-        colours = [COLOURS[name] for name in snapshot.estimators]
         with one_update():
-            self.curves.data = {
-                "xs": [x] * (E * S),
-                "ys": list(snapshot.J.reshape(E * S, n)),
-                "colour": [colours[e] for e in range(E) for _ in range(S)],
-                "label": [labels[e] for e in range(E) for _ in range(S)],
-            }
-            e, s = np.nonzero(snapshot.steps_to_threshold >= 0)
-            steps = snapshot.steps_to_threshold[e, s]
-            self.reached.data = {"step": steps, "J": snapshot.J[e, s, steps], "colour": [colours[i] for i in e]}
-            self.training_table.data = {
-                "estimator": np.repeat(snapshot.estimators, S * n),
-                "seed": np.tile(np.repeat(np.arange(S), n), E),
-                "step": np.tile(x, E * S),
-                "J": snapshot.J.ravel(),
-            }
+            self.curves.data, self.reached.data, self.training_table.data = training_columns(snapshot)
             self.training_summary.object = training_html(snapshot, self.steps)
 
     # --- layout --------------------------------------------------------------------------
@@ -285,25 +198,22 @@ class ToyTargetPage(pn.viewable.Viewer):
             slider(self.param.prev, width=160, visible=self.param.t.rx() > 1),
             slider(self.param.symbol, width=160),
         )
+        figure = hist_figure(self.hist_none, self.hist_other, self.exact_rule)
         return pn.Column(
-            plot_with_downloads(hist_figure(self.hist_none, self.hist_other, self.exact_rule), {"hist_none": self.hist_none, "hist_compared": self.hist_other},
-                                "Figure 2: one coordinate's one-batch estimates (line: the exact gradient)"),
+            plot_with_downloads(figure, {"hist_none": self.hist_none, "hist_compared": self.hist_other}, FIGURE2_TITLE),
             coordinate_controls,
             self.seed_note,
             sizing_mode="stretch_width",
         )
 
     def _means_section(self):
-        return plot_with_downloads(scatter_figure(self.means, self.identity, self.focus), {"mean_estimates": self.means}, "Mean of the estimates against the exact gradient")
+        return plot_with_downloads(scatter_figure(self.means, self.identity, self.focus), {"mean_estimates": self.means}, MEANS_TITLE)
 
     def _variance_section(self):
+        table = csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table")
         return pn.Column(
-            section_heading("Exercise 2: total variance of one estimate, the same samples for every row"),
-            self.ranking_card.guard(
-                self.variance_table,
-                csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table"),
-                note="the variance table",
-            ),
+            section_heading(VARIANCE_HEADING),
+            self.ranking_card.guard(self.variance_table, table, note=VARIANCE_NOTE),
             sizing_mode="stretch_width",
         )
 
@@ -311,28 +221,22 @@ class ToyTargetPage(pn.viewable.Viewer):
         return pn.Column(
             pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
             self.training_job.controls,
-            self.training_job.run.notice,
+            self.training_job.notice,
             plot_with_downloads(training_figure(self.curves, self.reached), {"training": self.training_table}),
             self.training_summary,
             sizing_mode="stretch_width",
         )
 
     def __panel__(self):
-        experiment = pn.Row(
-            slider(self.param.samples, width=300),
-            slider(self.param.batches, width=300),
-            pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None),
-        )
+        experiment = pn.Row(slider(self.param.samples, width=300), slider(self.param.batches, width=300),
+                            pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None))
         return pn.Column(
             self.notice,
             equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.start_card, self.ranking_card)),
             experiment,
-            pn.Row(
-                pn.pane.Markdown("**Compared with no baseline:**", margin=(8, 10)),
-                pn.widgets.RadioButtonGroup.from_param(self.param.estimator),
-            ),
+            pn.Row(pn.pane.Markdown(COMPARED_LABEL, margin=(8, 10)), pn.widgets.RadioButtonGroup.from_param(self.param.estimator)),
             self.experiment_job.controls,
-            self.experiment_job.run.notice,
+            self.experiment_job.notice,
             self.summary,
             self.metrics,
             self.sections,

@@ -68,6 +68,30 @@ RANKING_EXPLANATION = (
 )
 
 
+METRICS = {
+    "exact": ("exact gradient at the coordinate", "{value:.4f}"),
+    "sd_none": ("sd, no baseline", "{value:.3f}"),
+    "sd_none_exact": ("exact sd, no baseline", "{value:.3f}"),
+    "sd_other": ("sd, compared estimator", "{value:.3f}"),
+    "sd_other_exact": ("exact sd, compared estimator", "{value:.3f}"),
+}
+"""The numbers under the summary: key -> (label, format), for widgets.metrics.MetricRow."""
+COMPARED_LABEL = "**Compared with no baseline:**"
+"""Beside the estimator's buttons."""
+SECTIONS = {
+    "figure2": "Figure 2: one coordinate",
+    "means": "Means against the exact gradient",
+    "variance": "Exercise 2: the variance table",
+    "training": "Training with and without the baseline",
+}
+"""The tabs' titles, by the section's name in the link."""
+FIGURE2_TITLE = "Figure 2: one coordinate's one-batch estimates (line: the exact gradient)"
+MEANS_TITLE = "Mean of the estimates against the exact gradient"
+VARIANCE_HEADING = "Exercise 2: total variance of one estimate, the same samples for every row"
+VARIANCE_NOTE = "the variance table"
+"""What the ranking card guards, as its placeholder names it."""
+
+
 def check_yourself_text() -> str:
     """Section 2's check-yourself at the uniform policy: log pi(y) = T log(1/V), an exact match 1/V^T."""
     return (
