@@ -133,3 +133,26 @@ class BradleyTerrySettings:
         require(finite(self.tau) and self.tau > 0, f"tau must be a positive finite number, got {self.tau}.")
         require(self.samples >= 1, f"samples must be at least 1, got {self.samples}.")
         require(self.seed >= 0, f"seed must be a non-negative integer, got {self.seed}.")
+
+
+@dataclass(frozen=True)
+class LabelledSetSettings:
+    """A rater of section 7 and the set of pairs it labels: the preferences page's ceiling and sampled accuracy."""
+
+    tau: float = 0.5
+    """Label temperature tau_label of the rater (equation 12); positive. 0.5 is section 7's check-yourself rater."""
+    gaps: str = "seed"
+    """Where the pairs' quality gaps u_a - u_b come from: "seed" (0, 1 and 2, section 7's check-yourself) or "normal" (|N(0, s)|)."""
+    s: float = 1.0
+    """Spread s of the |N(0, s)| gaps, gold-score units; positive (the seed's gaps do not use it)."""
+    n: int = 300
+    """Pairs in the sampled labelled set; at least 1."""
+    seed: int = 0
+    """Seed of the sampled pairs' gaps and labels; a non-negative integer."""
+
+    def __post_init__(self):
+        require(finite(self.tau) and self.tau > 0, f"tau must be a positive finite number, got {self.tau}.")
+        require(self.gaps in ("seed", "normal"), f'gaps must be "seed" or "normal", got {self.gaps!r}.')
+        require(finite(self.s) and self.s > 0, f"s must be a positive finite number, got {self.s}.")
+        require(self.n >= 1, f"n must be at least 1, got {self.n}.")
+        require(self.seed >= 0, f"seed must be a non-negative integer, got {self.seed}.")

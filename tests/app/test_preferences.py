@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from app.pages.preferences import GAP_AXIS, SEED_GAPS, TAU_AXIS, PreferencesPage, gap_population, labelled_set, page
-from engines.bradley_terry import accuracy_vs_tau, bt_prob, oracle_accuracy
+from app.pages.preferences import PreferencesPage, page
+from app.pages.preferences.figures import (GAP_AXIS, SEED_GAPS, TAU_AXIS, ceiling_columns, frequency_columns, gap_population,
+                                           labelled_set, probability_columns)
+from engines.bradley_terry import LabelledSetSettings, accuracy_vs_tau, bt_prob, oracle_accuracy
 
 
 def test_default_page_is_the_seed_check_yourself():
@@ -16,7 +18,7 @@ def test_default_page_is_the_seed_check_yourself():
 
 
 def test_check_yourself_numbers():
-    from app.pages.preferences import check_yourself_text
+    from app.pages.preferences.text import check_yourself_text
 
     text = check_yourself_text()
     assert "σ(2) = 0.881" in text and "σ(4) = 0.982" in text and "**0.788**" in text
@@ -55,7 +57,7 @@ def test_sampled_set_accuracy_and_its_standard_error():
 
 
 def test_same_seed_same_sample_and_new_seed_button(monkeypatch):
-    a, b = labelled_set("seed", 1.0, 0.5, 200, 7), labelled_set("seed", 1.0, 0.5, 200, 7)
+    a, b = (labelled_set(LabelledSetSettings(gaps="seed", tau=0.5, n=200, seed=7)) for _ in range(2))
     np.testing.assert_array_equal(a["prefers_a"], b["prefers_a"])
     assert set(np.unique(a["gap"])) <= set(SEED_GAPS)
     monkeypatch.setattr("widgets.run_controls.secrets.randbelow", lambda high: 42)
@@ -83,3 +85,26 @@ def test_the_predictions_guard_the_ceiling_until_answered():
     assert not results.visible  # the comparisons question guards only its own answer
     pg.ceiling_card.commit("ceiling")
     assert results.visible and not placeholder.visible and "Right." in pg.ceiling_card.view.verdict
+
+
+def test_probability_and_ceiling_columns_are_equations_12_and_13():
+    p = probability_columns(0.8)
+    np.testing.assert_array_equal(p["gap"], GAP_AXIS)
+    np.testing.assert_allclose(p["p"], 1 / (1 + np.exp(-GAP_AXIS / 0.8)), rtol=1e-12)
+    curve = ceiling_columns(SEED_GAPS)
+    np.testing.assert_array_equal(curve["tau"], TAU_AXIS)
+    by_hand = [(1 / (1 + np.exp(-0.0 / t)) + 1 / (1 + np.exp(-1.0 / t)) + 1 / (1 + np.exp(-2.0 / t))) / 3 for t in TAU_AXIS]
+    np.testing.assert_allclose(curve["acc"], by_hand, rtol=1e-12)
+
+
+def test_label_frequencies_of_a_normal_set_are_per_half_unit_bin():
+    sample = labelled_set(LabelledSetSettings(gaps="normal", s=1.5, tau=1.0, n=400, seed=2))
+    columns = frequency_columns(sample)
+    counted = {}
+    for gap, prefers_a in zip(sample["gap"], sample["prefers_a"]):
+        centre = min(int(gap // 0.5), 7) * 0.5 + 0.25  # bins 0 to 0.5, ..., 3.5 to 4, the last taking every larger gap
+        counted.setdefault(centre, []).append(prefers_a)
+    assert list(columns["gap"]) == sorted(counted)
+    for centre, frequency, pairs in zip(columns["gap"], columns["frequency"], columns["pairs"]):
+        assert pairs == len(counted[centre]) and frequency == pytest.approx(np.mean(counted[centre]))
+    assert sum(columns["pairs"]) == 400

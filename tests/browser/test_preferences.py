@@ -4,13 +4,14 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.preferences import gap_population, labelled_set, summary_text
-from engines.bradley_terry import oracle_accuracy
+from app.pages.preferences.figures import gap_population, labelled_set
+from app.pages.preferences.text import summary_text
+from engines.bradley_terry import LabelledSetSettings, oracle_accuracy
 
 
 def expected_sentence(tau, gaps="seed", s=1.0, n=300, seed=0):
     ceiling = float(oracle_accuracy(gap_population(gaps, s), 0.0, tau))
-    text = summary_text(tau, ceiling, labelled_set(gaps, s, tau, n, seed))
+    text = summary_text(tau, ceiling, labelled_set(LabelledSetSettings(tau=tau, gaps=gaps, s=s, n=n, seed=seed)))
     return re.sub(r"</?strong>", "", text)
 
 

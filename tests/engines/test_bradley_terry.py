@@ -14,6 +14,7 @@ from app.cli import main
 from app.cli.figures import bradley_terry as figure
 from engines.bradley_terry import (
     BradleyTerrySettings,
+    LabelledSetSettings,
     Normalizer,
     accuracy_vs_tau,
     bt_loss,
@@ -132,6 +133,13 @@ def test_label_frequencies_within_4_binomial_se():
 def test_invalid_settings_raise(bad):
     with pytest.raises(ValueError):
         BradleyTerrySettings(**bad)
+
+
+@pytest.mark.parametrize("bad", [dict(tau=0.0), dict(tau=float("nan")), dict(gaps="uniform"), dict(s=0.0),
+                                 dict(s=float("inf")), dict(n=0), dict(seed=-1)])
+def test_invalid_labelled_set_settings_raise(bad):
+    with pytest.raises(ValueError):
+        LabelledSetSettings(**bad)
 
 
 def test_invalid_temperature_raises():
