@@ -53,9 +53,9 @@ class PreferencesPage(pn.viewable.Viewer):
     seed = RATER.integer("seed", "Seed", bounds=(0, 999_999))
 
     POPULATION = {"gaps", "s"}
-    """What the gaps Acc* averages over depend on: a change redraws the Acc* curve."""
+    """The controls that choose the gaps Acc* averages over: a change redraws the Acc* curve."""
     CURVES = POPULATION | {"tau"}
-    """What the curve of P(a > b) and the current tau's mark on the Acc* curve depend on."""
+    """The controls that move the curve of P(a > b) and the mark of the current tau_label on the Acc* curve."""
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
