@@ -110,8 +110,8 @@ def test_join_waits_for_the_replaced_jobs_too():
 
 LIMITED_JOBS = [
     (bandit.page, "start_training", lambda pg: pg.training_job.run),
-    (token_world.page, "start_mc", lambda pg: pg.mc_job.run),
-    (token_world.page, lambda pg: pg.training.start(), lambda pg: pg.training.run),
+    (token_world.page, lambda pg: pg.mc.start(), lambda pg: pg.mc.job.run),
+    (token_world.page, lambda pg: pg.training.start(), lambda pg: pg.training.job.run),
     (toy_target.page, "start_experiment", lambda pg: pg.experiment_job.run),
     (toy_target.page, "start_training", lambda pg: pg.training_job.run),
 ]

@@ -19,7 +19,6 @@ from app.pages import PAGE_ORDER, available_pages
 from app.serving.server import index_view, nav_html, query_link, route_link, routes
 from widgets.downloads import source_csv
 from widgets.streaming import StreamingRun
-from app.pages.token_world.streaming_curve import StreamingCurve
 from widgets.url_state import parse_query
 
 
@@ -121,24 +120,6 @@ def test_streaming_run_stops_and_a_newer_start_cancels_stale_work():
     run.join(5)
     assert not run.running
     assert seen[-1].step < 10_000
-
-
-def test_streaming_curve_updates_its_source_in_place():
-    curve = StreamingCurve(
-        steps=counting(5),
-        to_data=lambda s: {"t": list(range(s.step)), "y": list(s.values)},
-        x="t",
-        lines={"y": "a line"},
-        x_label="step",
-        y_label="value (units)",
-        progress=lambda s: s.step / 5,
-    )
-    source = curve.source
-    curve.start()
-    curve.run.join(5)
-    assert curve.source is source
-    assert source.data == {"t": [0, 1, 2, 3, 4], "y": [0, 1, 2, 3, 4]}
-    assert curve.controls.progress == 1.0 and not curve.controls.running
 
 
 def test_serve_gives_torch_half_the_cores_unless_told(monkeypatch):

@@ -122,30 +122,43 @@ def test_new_episode_samples_a_reply_and_shows_its_seed(monkeypatch):
 
 def test_monte_carlo_check_streams_the_engine_estimate():
     pg = page(query={"episodes": "2000", "T": "4", "threshold": "2"})
-    pg.start_mc()
-    pg.mc_job.run.join(30)
+    pg.mc.start()
+    pg.mc.job.run.join(30)
     settings = pg.world_settings(lambdas=MC_LAMBDAS)
     d = gae_decomposition_mc(settings)  # the last snapshot is the full-size estimate
     j = critic_columns(d.critic_noises, pg.critic_noise)[2]
-    np.testing.assert_array_equal(pg.mc.data["total_chosen"], d.total[:, j])
-    assert pg.mc_job.controls.progress == 1.0 and not pg.mc_job.controls.running
-    assert "**2,000** sampled episodes" in pg.mc_status.object
+    np.testing.assert_array_equal(pg.mc.points.data["total_chosen"], d.total[:, j])
+    assert pg.mc.job.controls.progress == 1.0 and not pg.mc.job.controls.running
+    assert "**2,000** sampled episodes" in pg.mc.status.object
     pg.p_a = 0.7  # the check no longer matches the settings: its points are removed
-    assert len(pg.mc.data["lam"]) == 0 and "settings changed" in pg.mc_status.object
+    assert len(pg.mc.points.data["lam"]) == 0 and "settings changed" in pg.mc.status.object
+
+
+def test_a_monte_carlo_check_under_way_starts_afresh_for_new_settings():
+    pg = page(query={"episodes": "100000", "T": "4", "threshold": "2"})
+    pg.mc.start()
+    assert pg.mc.job.run.running
+    pg.p_a = 0.7  # stops the stale check; without a browser session the fresh one starts at once (widgets/debounce.py)
+    pg.mc.job.run.join(60)
+    d = gae_decomposition_mc(pg.world_settings(lambdas=MC_LAMBDAS))
+    np.testing.assert_array_equal(pg.mc.points.data["total_chosen"], d.total[:, critic_columns(d.critic_noises, pg.critic_noise)[2]])
+    assert pg.mc.job.controls.progress == 1.0 and "**100,000** sampled episodes" in pg.mc.status.object
 
 
 def test_training_streams_the_engine_curves_and_the_seed_table():
     pg = page(query={"seeds": "4", "steps": "10", "shift": "true"})
+    source = pg.training.curves
     pg.training.start()
-    pg.training.run.join(30)
+    pg.training.job.run.join(30)
+    assert pg.training.curves is source  # the run streamed into the plot's source, in place
     result = train_token_world(pg.training_settings())
     assert pg.training_settings().shift == 5.0 and pg.training_settings().report_at == (10,)
-    np.testing.assert_allclose(pg.training.source.data["none"], result.success[0].mean(-1))
-    np.testing.assert_allclose(pg.training.source.data["gae_0.95"], result.success[4].mean(-1))
-    assert f"| REINFORCE, leave-one-out baseline | {result.mean_at[1, 0]:.3f} |" in pg.training_result.object
-    assert "4 seeds × 10 updates" in pg.training_note.object and "+5 reward shift" in pg.training_note.object
+    np.testing.assert_allclose(pg.training.curves.data["none"], result.success[0].mean(-1))
+    np.testing.assert_allclose(pg.training.curves.data["gae_0.95"], result.success[4].mean(-1))
+    assert f"| REINFORCE, leave-one-out baseline | {result.mean_at[1, 0]:.3f} |" in pg.training.result.object
+    assert "4 seeds × 10 updates" in pg.training.note.object and "+5 reward shift" in pg.training.note.object
     pg.seeds = 5
-    assert "The controls have changed since" in pg.training_note.object
+    assert "The controls have changed since" in pg.training.note.object
 
 
 def test_bad_link_values_fall_back_with_a_notice():
@@ -163,8 +176,8 @@ def test_sessions_do_not_share_state_and_close_stops_work():
     first.param.update(seeds=50, steps=300)
     first.training.start()
     first.close()
-    first.training.run.join(30)
-    assert not first.training.run.running and not first.training.controls.running
+    first.training.job.run.join(30)
+    assert not first.training.job.run.running and not first.training.job.controls.running
 
 
 def test_the_prediction_guards_the_lambda_panels_and_its_answer_is_the_engines():

@@ -1,7 +1,7 @@
 """The token-world page's figures: the heat map of the exact values V(t, k), the three panels of GAE's error against lambda
-and the live training curves.
+and the live training curves; and the pure functions that turn the engines' results into their columns.
 
-Each function draws from ColumnDataSources the page fills; the page replaces their data and moves
+Each figure draws from ColumnDataSources the page fills with those columns; the page replaces their data and moves
 the axes, titles and rules (`show_heat_axes`, `show_lambda_axes`), and never rebuilds a figure.
 """
 
@@ -22,7 +22,6 @@ from bokeh.models import (
 from bokeh.palettes import Viridis256
 
 from engines.token_world_training import training_methods
-from app.pages.token_world.streaming_curve import StreamingCurve
 from widgets.style import OKABE_ITO, plot
 
 CRITICS = ("exact", "slight", "chosen")
@@ -42,17 +41,34 @@ def critic_columns(noises: np.ndarray, noise: float) -> tuple[int, int, int]:
     return 0, int(np.flatnonzero(noises == SLIGHT_NOISE)[0]), int(chosen[-1]) if len(chosen) else 0
 
 
-def decomposition_columns(d, columns) -> dict:
+def decomposition_columns(d, noise: float = 0.0) -> dict:
     """A decomposition as plot columns: lam, then bias2_/variance_/total_ for each of CRITICS.
 
-    `columns` are the decomposition's critic columns of the three panels (`critic_columns`);
-    `d` None gives the empty columns.
+    The three panels' critics are the decomposition's columns `critic_columns(d.critic_noises, noise)`,
+    `noise` being the slider's; `d` None gives the empty columns.
     """
+    columns = (None,) * len(CRITICS) if d is None else critic_columns(d.critic_noises, noise)
     data = {"lam": [] if d is None else d.lambdas}
-    for critic, j in zip(CRITICS, columns or (None,) * len(CRITICS)):
+    for critic, j in zip(CRITICS, columns):
         for name in ("bias2", "variance", "total"):
             data[f"{name}_{critic}"] = [] if d is None else getattr(d, name)[:, j]
     return data
+
+
+def monte_carlo_gap(sampled, exact, noise: float) -> float:
+    """The largest gap between the Monte Carlo and the exact total error over the three panels' critics and every λ."""
+    columns = list(critic_columns(exact.critic_noises, noise))
+    return float(np.abs(sampled.total[:, columns] - exact.total[:, columns]).max())
+
+
+def start_readings(values) -> dict:
+    """The readings under the sliders from the exact tables (engines.token_world.token_values): V, Q and A at the start."""
+    return {"V": values.V[0, 0], "QA": values.Q[0, 0, 1], "QB": values.Q[0, 0, 0], "AA": values.A[0, 0, 1], "AB": values.A[0, 0, 0]}
+
+
+def episode_path(e) -> dict:
+    """The episode's path over the heat map: the state (t, k) at each of its tokens."""
+    return {"t": np.arange(len(e.k)), "k": e.k}
 
 
 def episode_columns(e) -> dict:
@@ -148,22 +164,16 @@ def training_curve_data(success: np.ndarray, lambdas) -> dict:
     return {"update": np.arange(success.shape[1])} | dict(zip(training_columns(lambdas), success.mean(-1)))
 
 
-def training_curve(steps, to_data, lambdas, seed, time_limit: float) -> StreamingCurve:
-    """The live training curves, one per method of `training_methods(lambdas)`, with Start/Stop and the training seed.
+def training_progress(success: np.ndarray, steps: int) -> float:
+    """The fraction of a run's `steps` updates done, from its success probabilities (method, update 0 to done, seed)."""
+    return (success.shape[1] - 1) / steps
 
-    `steps` and `to_data` are the StreamingCurve's; a snapshot is (methods, success, steps), so the
-    updates done of its steps are the progress.
-    """
-    return StreamingCurve(
-        steps,
-        to_data,
-        x="update",
-        lines=dict(zip(training_columns(lambdas), training_methods(lambdas))),
-        x_label="policy update",
-        y_label="success probability, mean over seeds",
-        progress=lambda snap: (snap[1].shape[1] - 1) / snap[2],
-        seed=seed,
-        y_range=(0.0, 1.02),
-        name="training",
-        time_limit=time_limit,
-    )
+
+def training_figure(curves: ColumnDataSource, lambdas):
+    """The live training curves: each method of `training_methods(lambdas)`, its success probability (mean over
+    seeds) against the policy update, drawn from `curves` (`training_curve_data`'s columns) as a run streams them."""
+    fig = plot("policy update", "success probability, mean over seeds", y_range=(0.0, 1.02))
+    for column, label, colour in zip(training_columns(lambdas), training_methods(lambdas), OKABE_ITO.values()):
+        fig.line("update", column, source=curves, color=colour, line_width=2, legend_label=label)
+    fig.legend.location = "bottom_right"
+    return fig
