@@ -17,6 +17,10 @@ class Debounce:
         self.delay_ms = delay_ms
         self._pending: dict[str, object] = {}
 
+    def pending(self, key: str) -> bool:
+        """Whether a start under `key` waits for quiet."""
+        return key in self._pending
+
     def soon(self, key: str, start: Callable[[], None]) -> None:
         doc = pn.state.curdoc if pn.state.curdoc and pn.state.curdoc.session_context else None
         if doc is None:

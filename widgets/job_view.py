@@ -84,6 +84,11 @@ class JobView(pn.viewable.Viewer):
         self.run.stop()
         self.controls.running = False
 
+    @property
+    def active(self) -> bool:
+        """Whether the job runs, or waits for its controls to be still to start afresh (`restart_soon`)."""
+        return self.run.running or self.delayed_start.pending("start")
+
     def restart_soon(self) -> None:
         """Stop the job under way now, and start afresh (`on_start`) once its controls have been still for
         RESTART_DELAY_MS: a dragged slider's updates then do not share the CPU with runs that its next step

@@ -76,10 +76,11 @@ def test_restart_soon_stops_the_job_under_way_and_starts_afresh():
     started = []
     job = JobView(apply=lambda snapshot: None, on_start=lambda: started.append(job.run.running))
     job.start(itertools.count)  # a job that runs until it is stopped
+    assert job.active
     job.controls.progress = 0.5
     job.restart_soon()
     job.run.join(10)
-    assert started == [False] and not job.run.running and job.controls.progress == 0.0
+    assert started == [False] and not job.active and job.controls.progress == 0.0
 
 
 def test_a_model_jobs_word_is_said_by_its_view_and_its_result_is_not():

@@ -53,10 +53,10 @@ class MonteCarloCheck:
     def outdated(self) -> None:
         """The world or the critics changed: a check under way starts afresh once the controls are still, a
         finished one's points go and the sentence says so."""
-        running = self.job.run.running
-        if running or len(self.points.data["lam"]):
+        active = self.job.active  # a drag's later steps push a pending restart back
+        if active or len(self.points.data["lam"]):
             self.points.data = decomposition_columns(None)
-            if running:
+            if active:
                 self.job.restart_soon()
             else:
                 self.status.object = MC_STALE
@@ -93,7 +93,7 @@ class TrainingComparison:
 
     def changed(self) -> None:
         """A control of the training moved: a run under way starts afresh once they are still."""
-        if self.job.run.running:
+        if self.job.active:
             self.job.restart_soon()
         self.show_note()
 
