@@ -21,7 +21,7 @@ from app.pages.kl import text
 from app.pages.kl.figures import (beta_format, beta_of, best_reachable, distribution_columns, distribution_figures,
                                   frontier_columns, frontier_figure, lm_figure, lm_view_end, moving_rules, pair_columns,
                                   pair_figure, reply_space, run_columns, two_replies_logp)
-from engines.kl_optimal import optimal_policy
+from engines.kl_optimal import SampledFrontier, optimal_policy
 from engines.lm.settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
@@ -89,7 +89,7 @@ class KLPage(pn.viewable.Viewer):
         self.lm_status = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["fl-lm-status"])
         self.lm_approx = pn.pane.HTML(sizing_mode="stretch_width")
         self.lm_summary = pn.pane.HTML(sizing_mode="stretch_width")
-        self.lm_frontier = None
+        self.lm_frontier: SampledFrontier | None = None
         # A job that ends on a message (no model, no reward) leaves its progress where it was.
         self.lm_job = JobView(self._show_frontier, self.start_frontier, seed=self.param.lm_seed,
                               completed=lambda: self.lm_frontier is not None)
