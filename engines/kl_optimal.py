@@ -18,7 +18,7 @@ reference distribution, scored by the mean valence of its words (a toy sentiment
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -53,6 +53,18 @@ class ReplySpaceSettings:
                 "every reference probability must be a finite number >= 0.")
         require(abs(sum(self.reference) - 1) < 1e-6, f"the reference probabilities must sum to 1, got {sum(self.reference):.6g}.")
         require(1 <= self.length <= 6, f"length must be 1 to 6 words, got {self.length}.")
+
+
+def without_word(settings: ReplySpaceSettings, word: str) -> ReplySpaceSettings:
+    """`settings` with `word` at reference probability 0 and the other words' renormalised to sum to 1.
+
+    A reference that never writes the word: every reply containing it has pi_ref = 0, so pi* gives
+    it 0 too, for every beta (section 6.12), however high its reward.
+    """
+    require(word in settings.words, f"{word!r} is not a word of the vocabulary {settings.words}.")
+    kept = [0.0 if w == word else p for w, p in zip(settings.words, settings.reference)]
+    require(sum(kept) > 0, f"without {word!r} the reference writes no word at all.")
+    return replace(settings, reference=tuple(p / sum(kept) for p in kept))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from app.jobs.model_jobs import LM_BETAS, LM_SOURCE
-from app.pages.kl import FRONTIER_BETAS, KLPage, beta_of, page, reference_without, reply_space
+from app.pages.kl import KLPage, page
+from app.pages.kl.figures import FRONTIER_BETAS, beta_of, reply_space
 from app.pages.kl.text import contains_best, probability_text, source_label
 from engines.kl_optimal import (
     REFERENCE,
@@ -18,6 +19,7 @@ from engines.kl_optimal import (
     optimal_logp,
     optimal_policy,
     sampled_frontier,
+    without_word,
 )
 from widgets.style import OKABE_ITO
 from widgets.downloads import source_csv
@@ -46,7 +48,7 @@ def test_plots_and_numbers_follow_the_engine(log_beta, zero_best):
     pg = KLPage(query={})
     pg.param.update(log_beta=log_beta, zero_best=zero_best)
     beta = beta_of(log_beta)
-    settings = ReplySpaceSettings(reference=reference_without("superb")) if zero_best else ReplySpaceSettings()
+    settings = without_word(ReplySpaceSettings(), "superb") if zero_best else ReplySpaceSettings()
     space = enumerate_replies(settings)
     policy = optimal_policy(space, beta)
     order = np.argsort(space.r, kind="stable")
@@ -81,7 +83,8 @@ def test_small_beta_collapses_onto_the_best_reply():
 @pytest.mark.parametrize("log_beta", [-2.5, -1.3, 0.0, 1.0])
 def test_a_reply_the_reference_never_writes_stays_at_zero(log_beta):
     pg = page(query={"zero_best": "true", "log_beta": str(log_beta)})
-    assert sum(reference_without("superb")) == pytest.approx(1.0) and reference_without("superb")[0] == 0.0
+    without = without_word(ReplySpaceSettings(), "superb").reference
+    assert sum(without) == pytest.approx(1.0) and without[0] == 0.0
     mask = np.array(["superb" in reply.split() for reply in pg.dist.data["reply"]])
     assert mask.sum() == 6**3 - 5**3
     assert np.all(pg.dist.data["pi"][mask] == 0.0) and np.all(pg.dist.data["ref"][mask] == 0.0)

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.kl import beta_of, reply_space
+from app.pages.kl.figures import beta_of, reply_space
 from app.pages.kl.text import summary_text
 from engines.kl_optimal import optimal_policy
 

@@ -17,6 +17,7 @@ from engines.kl_optimal import (
     objective,
     optimal_logp,
     optimal_policy,
+    without_word,
 )
 
 betas = st.floats(0.01, 5.0)
@@ -78,6 +79,17 @@ def test_a_reply_the_reference_never_writes_stays_at_zero(beta):
     assert np.all(np.exp(best.logp[0][never]) == 0.0)
     assert np.isfinite(best.kl[0]) and np.isfinite(best.reward[0])
     assert np.exp(best.logp[0]).sum() == pytest.approx(1.0)
+
+
+def test_without_a_word_the_others_share_its_probability():
+    settings = without_word(ReplySpaceSettings(), "superb")
+    others = 0.16 + 0.2 + 0.3 + 0.2 + 0.1  # the seed's reference without superb's 0.04
+    assert settings.reference == (0.0, 0.16 / others, 0.2 / others, 0.3 / others, 0.2 / others, 0.1 / others)
+    assert (settings.words, settings.valence, settings.length) == (ReplySpaceSettings().words, ReplySpaceSettings().valence, 3)
+    with pytest.raises(ValueError, match="not a word"):
+        without_word(settings, "brilliant")
+    with pytest.raises(ValueError, match="writes no word"):
+        without_word(ReplySpaceSettings(words=("a", "b"), valence=(0.0, 1.0), reference=(1.0, 0.0)), "a")
 
 
 def test_frontier_moves_monotonically():

@@ -55,6 +55,36 @@ NOTICE = (
     "the entropy gone). Only replies the reference already writes can be boosted: give “superb” zero "
     "reference probability and every reply containing it stays at exactly 0, for every β."
 )
+SECTIONS = {
+    "distributions": "π_ref and π*, reply by reply",
+    "frontier": "The reward-KL frontier",
+    "replies": "The likeliest replies; one never written",
+    "two": "Two replies: the exchange rate",
+    "live": "Where the live runs sit",
+}
+"""The page's tabs: the `section` a link names, and the tab's title."""
+DISTRIBUTIONS_HEADING = "The reference and the best policy, reply by reply"
+TOP_HEADING = "The most likely replies under π*"
+NEVER_HEADING = "A reply the reference never writes"
+TWO_HEADING = "Two equally likely replies: the exchange rate e^(gap/β)"
+METRICS = {
+    "beta": ("β (reward per nat)", "{value:g}"),
+    "reward": ("E[r] under π*", "{value:.3f}"),
+    "kl": ("KL(π* ‖ π_ref), nats", "{value:.3f}"),
+    "entropy": ("entropy of π*, nats", "{value:.3f}"),
+    "objective": ("E[r] − β·KL", "{value:.3f}"),
+    "top": ("probability of the most likely reply", "{value:.3f}"),
+}
+"""The numbers under the controls: label and format of each, by the key the page updates."""
+LIVE_INTRO = (
+    "<p>The same frontier for the language model of the live-run page, whose replies cannot be enumerated: "
+    "it is sampled, and each run's held-out evaluations (exact KL, reward) are drawn over it, step by step.</p>"
+)
+FIRST_START = "<p>Press Start to sample the frontier of this model and reward.</p>"
+NEW_START = "<p>Press Start to sample the frontier with these settings.</p>"
+LOADING = "<p>Loading the model and the reward…</p>"
+START_AGAIN = "<p>Change the model or the reward above, then press Start again.</p>"
+"""The live section's status line: before the first Start, after a setting changed, while loading, after a failure."""
 COLLAPSE_QUESTION = "As β → 0 the penalty vanishes. What does the best policy π* do?"
 COLLAPSE_CHOICES = {
     "stays": "it stays close to the reference",
@@ -253,9 +283,21 @@ def points_summary(points: dict, frontier: SampledFrontier) -> str:
     return text + "."
 
 
+def runs_summary_html(points: dict, frontier: SampledFrontier | None, view_end: float) -> str:
+    """The line under the live figure: the runs' evaluations (`points`, run_columns') against the frontier if there
+    is one, and how many lie right of the view's end `view_end` (nats)."""
+    kl = np.asarray(points["kl"], dtype=float)
+    text = f"{len(kl)} evaluations drawn." if frontier is None and len(kl) else points_summary(points, frontier)
+    beyond = int((kl > view_end).sum())
+    if beyond:
+        text += f" {beyond} lie right of the view (up to {kl.max():.1f} nats): zoom out to see them."
+    return f'<p class="fl-lm-summary">{text}</p>'
+
+
 CSS = """
 .fl-top, .fl-two table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 .fl-top th, .fl-top td, .fl-two td { padding: 0.15em 0.7em; text-align: right; border-bottom: 1px solid rgba(128,128,128,0.3); }
 .fl-top td:first-child, .fl-top th:first-child, .fl-two td:first-child { text-align: left; }
 .fl-two-now { font-size: 1.1em; }
 """
+
