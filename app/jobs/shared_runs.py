@@ -20,6 +20,10 @@ on the page's defaults the server trains one run and all thirty watch it:
 - `finished_run` finds a run of the same key that already ran to its end in the runs folder
   (whatever web process trained it, and after a restart); `replay` shows it from its files, at
   once or at the pace it trained.
+- `Learner` is one learner's tab among them: `start` checks the settings and finds what to show
+  for them (a finished run's files, a run another web process trains, or the run of this process,
+  joined or started), `open` a run of the room's list; pause, resume and leave go to the run it
+  watches. The page walks what it is handed (`Watching.states`) and words how it came to it.
 - `start_estimate` says when a run waiting for its device should start, from the steps the
   runs ahead of it have left and how fast they go.
 """
@@ -33,8 +37,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -42,7 +47,7 @@ import numpy as np
 
 from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
 from app.jobs.model_jobs import LiveRun, LiveState, run_steps
-from app.serving.offered import is_folder
+from app.serving.offered import Offer, is_folder, start_problem
 from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
 from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
 
@@ -379,6 +384,110 @@ def find_run(name: str, runs_dir: Path) -> Run:
     if not name or "/" in name or "\\" in name or name in (".", "..") or not (folder / "config.json").is_file():
         raise ValueError(f"There is no run named {name[:80]!r} on this server; the runs it has are listed under 'The room's runs'.")
     return read_run(folder)
+
+
+# ----------------------------------------------------------------------------- one learner
+
+
+@dataclass(frozen=True)
+class Watching:
+    """What a learner's page walks for the run it asked for, and how it came to that run (the page words it)."""
+
+    states: Callable[[], Iterator[LiveState]]
+    """The run's LiveStates, for the page's StreamingRun to walk."""
+    settings: LMSettings
+    """The run's settings (the page's own, or those of the run opened)."""
+    how: str
+    """'started' (a new run), 'joined' (another learner's run with the same settings), 'finished' (the same
+    settings already ran to their end: shown from its files), 'opened' (a run of the room's list, as it trains),
+    or 'files' (a run of the room's list that no longer trains: shown from its files)."""
+    elsewhere: bool = False
+    """Whether another web process trains the run joined or opened: its files are followed as they grow."""
+    run_id: str = ""
+    """The run folder's name, for a run shown from its files ('finished', 'files')."""
+
+
+class Learner:
+    """One learner's tab among the class's runs: the run of this web process it watches, and leaving it.
+
+    It is the watcher a SharedRun counts, so that a learner is one watcher whatever the page does."""
+
+    def __init__(self, runs_dir: Path | str, cluster: Cluster):
+        self.runs_dir, self.cluster = Path(runs_dir), cluster
+        self.run: SharedRun | None = None
+        """The SharedRun watched (or left, until `ended` is told); None for a run shown from its files."""
+
+    def start(self, make_settings: Callable[[], LMSettings], offer: Offer, highest: dict[str, int],
+              at_pace: bool = False) -> tuple[Watching | None, str]:
+        """(what to show, '') for the settings `make_settings()` builds, or (None, the one sentence why no run starts:
+        the settings are refused, not offered or beyond the server's limits (start_problem), or no worker of the
+        cluster offers their device)."""
+        settings, problem = start_problem(offer, make_settings, highest)
+        if settings is None:
+            return None, problem
+        try:
+            device = self.cluster.device_for(settings.device)
+        except ValueError as error:
+            return None, str(error)
+        return self.watch(settings, device, at_pace), ""
+
+    def watch(self, settings: LMSettings, device: str, at_pace: bool = False) -> Watching:
+        """The run of `settings` on `device`: one that already ran to its end on this server (its files, at once or
+        `at_pace`), one another web process trains (its files as they grow), else the one of this web process, joined
+        or started (it may wait for its device)."""
+        self._let_go()
+        key = run_key(settings, device)
+        done = finished_run(key, self.runs_dir)
+        if done is not None:
+            return Watching(partial(replay, done, at_pace), settings, "finished", run_id=done.id)
+        elsewhere = training_elsewhere(key, self.runs_dir, self.cluster)
+        if elsewhere is not None:
+            return self._follow_files(elsewhere, settings, "joined")
+        self.run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self)
+        return Watching(partial(self.run.follow, self), settings, "joined" if joined else "started")
+
+    def open(self, found: Run) -> Watching:
+        """The room's run `found` (find_run's): joined where it trains in this web process, followed from its files
+        where another one trains it, else shown from its files."""
+        settings = settings_of(found)
+        self._let_go()
+        self.run = CLASS_RUNS.open(found.id, self.runs_dir, self)
+        if self.run is not None:
+            return Watching(partial(self.run.follow, self), settings, "opened")
+        if trains(self.cluster, found.id):
+            return self._follow_files(found.id, settings, "opened")
+        return Watching(partial(replay, found), settings, "files", run_id=found.id)
+
+    def _follow_files(self, name: str, settings: LMSettings, how: str) -> Watching:
+        states = partial(follow_folder, self.runs_dir / name, partial(trains, self.cluster, name))
+        return Watching(states, settings, how, elsewhere=True)
+
+    def pause(self) -> None:
+        """Hold this learner's view after the step shown; the run holds too if no other learner watches it."""
+        if self.run is not None:
+            self.run.pause(self)
+
+    def resume(self) -> None:
+        if self.run is not None:
+            self.run.resume(self)
+
+    def leave(self) -> bool:
+        """Leave the run watched: it stops after its step in flight (its files stay) if no other learner watches it,
+        else it trains on for them. False if this learner watches no run of this process (a run shown from files)."""
+        if self.run is None:
+            return False
+        self.run.leave(self)
+        return True
+
+    def _let_go(self) -> None:
+        self.leave()
+        self.run = None
+
+    def ended(self) -> int | None:
+        """The page has shown the end of what it watched: how many learners the run trains on for if this learner
+        left it while it went on, else None."""
+        run, self.run = self.run, None
+        return run.watchers if run is not None and run.joinable else None
 
 
 # ----------------------------------------------------------------------------- waiting

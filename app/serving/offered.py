@@ -225,11 +225,12 @@ def current() -> Offer:
 
 
 def offer_menu(page, name: str, options) -> None:
-    """Make `options` the choices of the Selector `name` of `page`; a value not among them becomes the first."""
-    options = list(options)
-    page.param[name].objects = options
-    if getattr(page, name) not in options:
-        setattr(page, name, options[0])
+    """Make `options` (a list, or a dict of labels to values) the choices of the Selector `name` of `page`; a value
+    not among them becomes the first."""
+    values = list(options.values()) if isinstance(options, dict) else list(options)
+    page.param[name].objects = options if isinstance(options, dict) else values
+    if getattr(page, name) not in values:
+        setattr(page, name, values[0])
 
 
 def reward_classifiers() -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from app.serving.limits import LIMITED
 from app.jobs.model_jobs import LiveState
 from app.pages.live_run import LiveRunPage, page
 from app.jobs.runs import REWARD_MODELS, RunWriter, read_run
+from app.jobs.shared_runs import Watching
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
@@ -27,6 +28,7 @@ from app.pages.live_run import evaluation as run_evaluation
 from app.pages.live_run.evaluation import RunEvaluation
 from app.pages.live_run.replies import RATIO_PALETTE, ratio_colours
 from app.pages.live_run.status import status_html
+from app.pages.live_run.text import ELSEWHERE, JOINED, watching_sentence
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
 """A run of a second or two on two shared cores: evaluations at steps 0, 2 and 3."""
@@ -126,6 +128,16 @@ def test_a_waiting_run_says_its_place_once_known_and_never_none():
     assert "Waiting for cpu: your run is in line." in before and "None" not in before
 
 
+def test_the_line_above_the_status_says_how_the_learner_came_to_the_run():
+    def said(how, **more):
+        return watching_sentence(Watching(lambda: iter(()), LMSettings(), how, **more))
+
+    assert said("started") == "" and said("joined") == JOINED
+    assert said("files", run_id="beta<0>") == "The run beta&lt;0&gt; is shown from its files."  # a folder's name, escaped
+    assert said("opened", elsewhere=True) == (
+        "You are watching a run of the room as it trains. Pause holds your view only; Stop leaves it. " + ELSEWHERE)
+
+
 def test_queue_pause_resume_stop(tmp_path):
     """A paused run keeps the device; a second tab's run waits in line and leaves it when its tab closes;
     the first run resumes, is stopped, and keeps every step it did."""
@@ -140,7 +152,7 @@ def test_queue_pause_resume_stop(tmp_path):
         b.start()
         # Its place is known once the scheduler has handed the job to the worker (until then it waits without a number).
         wait_for(lambda: b.phase == "queued" and "number 1 in line" in b.display.status.object)
-        wait_for(lambda: "1 waiting" in a.queue_line.object)  # every page sees the line
+        wait_for(lambda: "1 waiting" in a.display.queue_line.object)  # every page sees the line
         b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
         b.job.run.join(10)
         wait_for(lambda: cluster.overview()[0].waiting == ())
@@ -209,11 +221,11 @@ def test_earlier_runs_overlay_the_curves_and_download(tmp_path):
     assert pg.display.curves.overlay_steps.data["xs"] == [[1, 2, 3], [1, 2], [1, 2, 3]]
     assert pg.display.curves.overlay_evals.data["distinct_1"] == [[0.5], [0.5], [0.5]]
     assert len(set(pg.display.curves.overlay_steps.data["colour"])) == 3 and "run-beta0.05" in pg.display.curves.legend.object
-    with zipfile.ZipFile(io.BytesIO(pg._download().read())) as archive:
+    with zipfile.ZipFile(io.BytesIO(pg.runs_list.zip().read())) as archive:
         names = set(archive.namelist())
     assert {f"{f.name}/{n}" for f in folders for n in ("config.json", "metrics.jsonl", "samples.jsonl", "eval.jsonl")} == names
     pg.runs_list.table.selection = [1]
-    with zipfile.ZipFile(io.BytesIO(pg._download().read())) as archive:
+    with zipfile.ZipFile(io.BytesIO(pg.runs_list.zip().read())) as archive:
         assert {n.split("/")[0] for n in archive.namelist()} == {"run-beta0.05"}
 
 
@@ -249,20 +261,20 @@ def reward_model(tmp_path_factory):
 
 def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folder(tmp_path, reward_model):
     pg = tiny_page(tmp_path)
-    assert "learned: rm.pt" not in pg._widgets()["reward"].options  # nothing saved in this runs folder
+    assert "learned: rm.pt" not in pg.inputs["reward"].options  # nothing saved in this runs folder
     (tmp_path / REWARD_MODELS).mkdir()
     shutil.copy(reward_model, tmp_path / REWARD_MODELS / "rm.pt")
     pg.refresh_runs()
-    options = pg._widgets()["reward"].options
+    options = pg.inputs["reward"].options
     assert options["learned: rm.pt"] == f"reward-model:{tmp_path / REWARD_MODELS / 'rm.pt'}"
     pg.reward = options["learned: rm.pt"]
-    assert pg.settings().prompt_set == "feelings" and pg.goodhart.visible and "gold" in pg.display.curves.reward.yaxis.axis_label
+    assert pg.settings().prompt_set == "feelings" and pg.display.goodhart.visible and "gold" in pg.display.curves.reward.yaxis.axis_label
     pg.section = "curves"  # the other curves, made when first shown, name the reward in force too
     assert "gold" in pg.display.curves.others[-1].yaxis.axis_label
     (tmp_path / REWARD_MODELS / "rm.pt").unlink()
     pg.refresh_runs()  # gone from the folder: gone from the list, and the reward falls back to the default
-    assert pg.reward == "vader" and "learned: rm.pt" not in pg._widgets()["reward"].options
-    assert not pg.goodhart.visible and pg.settings().prompt_set == "reviews"
+    assert pg.reward == "vader" and "learned: rm.pt" not in pg.inputs["reward"].options
+    assert not pg.display.goodhart.visible and pg.settings().prompt_set == "reviews"
 
 
 def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over_kl(reward_model):
@@ -386,7 +398,7 @@ def test_a_link_asking_for_more_than_the_server_allows_is_set_to_the_limit_with_
     assert pg.notice.visible and pg.notice.object == f"- This server allows at most 3 {what}; the run was set to 3."
     with pytest.raises(ValueError):
         setattr(pg, name, 4)  # the setting itself never holds more than the limit
-    box = pg._widgets()[name]
+    box = pg.inputs[name]
     box.value = 999  # typed above the limit: put back to it, with the same sentence
     assert (box.value, getattr(pg, name)) == (3, 3) and pg.job.notice.object == f"This server allows at most 3 {what}; the run was set to 3."
 
@@ -413,14 +425,14 @@ def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
 
 def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(tmp_path):
     pg = tiny_page(tmp_path)
-    steps, beta = pg._widgets()["steps"], pg._widgets()["beta"]
+    steps, beta = pg.inputs["steps"], pg.inputs["beta"]
     steps.value = None
     assert (steps.value, pg.steps) == (3, 3) and pg.job.notice.object == "Training steps needs a number; it stays 3."
     beta.value = -1.0
     assert (beta.value, pg.beta) == (0.0, 0.0) and pg.job.notice.object == "KL coefficient β is at least 0.0; it was set to 0.0."
     steps.value = 2  # a value in range goes to the setting, and a link set elsewhere shows in the box
     pg.replies = 3
-    assert pg.steps == 2 and pg._widgets()["replies"].value == 3
+    assert pg.steps == 2 and pg.inputs["replies"].value == 3
     pg.start()
     pg.job.run.join(120)
     assert not pg.job.notice.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2

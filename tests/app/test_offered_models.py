@@ -11,13 +11,14 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 import huggingface_hub
+import param
 import psutil
 import pytest
 from huggingface_hub import constants
 
 from app.cli import main as cli
 from app.jobs.model_jobs import ONE_DOWNLOAD, frontier_views
-from app.serving.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment
+from app.serving.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment, offer_menu
 from app.pages.live_run import LiveRunPage
 from app.jobs.runs import read_run
 from engines.lm.models import DownloadStopped, is_local
@@ -139,6 +140,18 @@ def test_the_options_win_over_the_variables_and_the_reward_menu_keeps_vader_and_
     pg = LiveRunPage(query={"reward": "owner/other-classifier"}, runs_dir=tmp_path)
     assert pg.param.reward.objects == ["vader", "lvwerra/distilbert-imdb", f"reward-model:{tmp_path}/reward-models/mine.pt"]
     assert pg.reward == "vader" and "reward='owner/other-classifier' in the link was ignored" in pg.notice.object
+
+
+def test_a_menu_takes_its_options_as_a_list_or_by_label_and_a_value_not_offered_becomes_the_first():
+    class Menu(param.Parameterized):
+        choice = param.Selector(default="b", objects=["a", "b"])
+
+    menu = Menu()
+    offer_menu(menu, "choice", ("x", "b"))
+    assert menu.param.choice.objects == ["x", "b"] and menu.choice == "b"  # still offered: kept
+    offer_menu(menu, "choice", {"first, by its label": "y", "second": "z"})
+    assert menu.param.choice.objects == ["y", "z"] and menu.param.choice.names == {"first, by its label": "y", "second": "z"}
+    assert menu.choice == "y"
 
 
 @pytest.mark.parametrize("models,sentence", [

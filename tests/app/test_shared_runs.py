@@ -56,8 +56,8 @@ def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_
         first.start()
         wait_for(lambda: len(first._state.metrics) >= 2)
         second.start()
-        assert second.shared_line.visible and JOINED in second.shared_line.object and not first.shared_line.visible
-        assert second._run is first._run and first._run.watchers == 2  # one computation for both
+        assert second.display.shared_line.visible and JOINED in second.display.shared_line.object and not first.display.shared_line.visible
+        assert second.learner.run is first.learner.run and first.learner.run.watchers == 2  # one computation for both
         first.job.run.join(120)
         second.job.run.join(30)
         (folder,) = tmp_path.iterdir()
@@ -80,7 +80,7 @@ def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at
     later = tiny_page(tmp_path, 4)
     later.start()
     later.job.run.join(10)
-    assert FINISHED.format(run=folder.name) in later.shared_line.object
+    assert FINISHED.format(run=folder.name) in later.display.shared_line.object
     assert shown_steps(later) == shown_steps(trained) == [1, 2, 3, 4] and later.display.samples.object == trained.display.samples.object
     assert list(later.display.curves.evals.data["kl_exact"]) == list(trained.display.curves.evals.data["kl_exact"])
     assert later.display.evaluation.lines.object == trained.display.evaluation.lines.object  # the seed's [eval] lines, from eval.jsonl
@@ -106,7 +106,7 @@ def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_p
         wait_for(lambda: len(b._state.metrics) >= 1)
         a.stop()  # a leaves; the run trains on for b
         a.job.run.join(10)
-        assert a.phase == "idle" and "it trains on for the 1 other learner(s)" in a.shared_line.object
+        assert a.phase == "idle" and "it trains on for the 1 other learner(s)" in a.display.shared_line.object
         left_at = len(b._state.metrics)
         wait_for(lambda: len(b._state.metrics) >= left_at + 2)
         b.stop()  # the last learner leaves: the computation stops after its step in flight, written and shown
@@ -117,7 +117,7 @@ def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_p
         assert "Stopped after step" in b.display.status.object
         no_job_left()
         c.start()  # the stopped run is not joined: a new one starts
-        assert not c.shared_line.visible
+        assert not c.display.shared_line.visible
         wait_for(lambda: len(list(tmp_path.glob("*/config.json"))) == 2)
     finally:
         for pg in (a, b, c):
@@ -278,7 +278,7 @@ def test_a_run_another_web_process_trains_is_watched_from_its_files(tmp_path):
             break
     try:
         pg.start()
-        assert "another web process" in pg.shared_line.object and JOINED in pg.shared_line.object
+        assert "another web process" in pg.display.shared_line.object and JOINED in pg.display.shared_line.object
         for _ in states:  # the other process reads its run to the end
             pass
         pg.job.run.join(60)

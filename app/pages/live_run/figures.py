@@ -19,8 +19,9 @@ from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 from app.jobs.model_jobs import LiveState, run_label
 from app.pages.live_run.evaluation import RunEvaluation
 from app.pages.live_run.replies import CSS as RUN_CSS, ratio_scale_html, samples_html
-from app.pages.live_run.status import CSS as STATUS_CSS, idle_html, status_html
-from app.jobs.runs import columns_of, wall_pace
+from app.pages.live_run.status import CSS as STATUS_CSS, idle_html, queue_html, shared_html, status_html
+from app.pages.live_run.text import GOODHART
+from app.jobs.runs import Run, columns_of, overlay_columns, wall_pace
 from app.jobs.shared_runs import PACE_STEPS
 from widgets.glyphs import lean_figure
 from widgets.headings import section_heading
@@ -145,9 +146,13 @@ class RunCurves:
         for fig in (self.reward, *self.others[-1:]):
             fig.yaxis.axis_label = LEARNED_LABEL if learned else REWARD_LABEL
 
-    def overlay(self, steps: dict, evals: dict, labels: list[str], gold: bool) -> None:
+    def overlay(self, runs: list[Run], learned: bool) -> None:
         """Draw earlier runs over the curves (their columns by app.jobs.runs.overlay_columns, a colour each in turn) and
-        name them in the legend; `gold`: their gold scores (or this run's) are drawn, dashed."""
+        name them in the legend; the gold scores are drawn, dashed, when this run's reward is `learned` (a reward
+        model's) or an overlaid run has them."""
+        steps, evals = overlay_columns(runs)
+        labels = [run.label for run in runs]
+        gold = learned or any(m.get("gold") is not None for run in runs for m in run.metrics[:1])
         colours = [OVERLAY_COLOURS[k % len(OVERLAY_COLOURS)] for k in range(len(labels))]
         self.overlay_steps.data = steps | {"colour": colours, "label": labels}
         self.overlay_evals.data = evals | {"colour": colours, "label": labels}
@@ -157,12 +162,16 @@ class RunCurves:
 
 
 class RunDisplay:
-    """The run this tab watches, as the page shows it: the status line, the download bar, the metric row, the curves,
-    the newest replies and the held-out evaluation. `show` draws a snapshot (a LiveState), only its changed parts."""
+    """The run this tab watches, as the page shows it: the line of how the learner came to it, the status line, the
+    download bar, the device queue, the metric row, the curves with the gold score's note, the newest replies and the
+    held-out evaluation. `show` draws a snapshot (a LiveState), only its changed parts."""
 
     def __init__(self, metrics: dict):
         self.css = STATUS_CSS + CSS + RUN_CSS
+        self.shared_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[self.css], visible=False)
         self.status = pn.pane.HTML(idle_html(None), sizing_mode="stretch_width", stylesheets=[self.css])
+        self.queue_line = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[self.css])
+        self.goodhart = pn.pane.Markdown(GOODHART, sizing_mode="stretch_width", margin=(0, 10), css_classes=["fl-goodhart"])
         self.download_bar = pn.indicators.Progress(value=0, max=1000, visible=False, sizing_mode="stretch_width",
                                                    css_classes=["fl-download"])
         self.metrics = MetricRow(metrics)
@@ -170,6 +179,24 @@ class RunDisplay:
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[self.css])
         self.evaluation = RunEvaluation()
         self.shown = (-1, -1)  # the steps and evaluations drawn: a snapshot sends only what is new
+
+    def begin(self, sentence: str) -> None:
+        """Another run is shown from now: all of its steps are drawn afresh, under `sentence` (say's)."""
+        self.shown = (-1, -1)
+        self.say(sentence)
+
+    def say(self, sentence: str) -> None:
+        """`sentence` above the status line (how the learner came to the run, or that they left it); '' hides it."""
+        self.shared_line.param.update(object=shared_html(sentence), visible=bool(sentence))
+
+    def show_queue(self, overview) -> None:
+        """The device queue's line (app.jobs.cluster.Cluster.overview)."""
+        self.queue_line.object = queue_html(overview)
+
+    def name_reward(self, learned: bool) -> None:
+        """For a learned reward (a reward model's), the gold score's note shows and the curves' labels name it."""
+        self.goodhart.visible = learned
+        self.curves.name_reward(learned)
 
     def show(self, state: LiveState) -> None:
         self.status.object = status_html(state, run_label(state.settings), wall_pace(list(state.metrics[-PACE_STEPS:])))
@@ -194,6 +221,13 @@ class RunDisplay:
         if state.metrics:
             self.metrics.update(**state.metrics[-1])
         self.samples.object = samples_html(state.step, state.samples)
+
+    def curves_section(self, learned: bool) -> pn.pane.Bokeh:
+        """The other curves, made now (their section's first opening), the reward over the KL named for the reward
+        in force (`learned`: a reward model's, with its gold score)."""
+        grid = self.curves.grid()
+        self.curves.name_reward(learned)
+        return pn.pane.Bokeh(grid, sizing_mode="stretch_width")
 
     def samples_section(self) -> pn.Column:
         return pn.Column(

@@ -89,6 +89,11 @@ def idle_html(state) -> str:
     return f'<p class="fl-status">{text}</p>'
 
 
+def shared_html(sentence: str) -> str:
+    """The line above the status: how the learner came to the run shown, or that they left it."""
+    return f'<p class="fl-shared">{sentence}</p>'
+
+
 def queue_html(overview) -> str:
     """The device queue line: per device (app.jobs.cluster.DeviceQueue), what trains and how many wait."""
     lines = []

@@ -7,6 +7,8 @@ engines/lm/ through app/jobs/model_jobs.py, and app/pages/live_run/ shows them.
 
 from __future__ import annotations
 
+import html
+
 INTRO = (
     "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
     "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
@@ -54,6 +56,15 @@ UNOPENABLE = ("The run {run!r} cannot be opened here: its reward model is gone, 
               "this server allows.")
 RUN_NAME_PATTERN = r"^[A-Za-z0-9._-]{0,200}$"
 """A run's folder name, as a link may carry it: nothing that could leave the runs folder."""
+SECTIONS = {
+    "samples": "The newest replies",
+    "curves": "More curves",
+    "evaluation": "Held-out evaluation and worked example",
+    "runs": "The room's runs",
+}
+"""The tabs under the reward curve, by the page's `section` value."""
+CURVE_TITLE = "The run, step by step"
+"""The reward curve's title, for its downloads."""
 COMPARE = (
     "Every run of this server, training or done, with how many learners watch it here. Reward, P(positive), "
     "KL (exact) and distinct-1 are each run's last held-out evaluation. Tick runs to draw them over the curves "
@@ -71,3 +82,11 @@ METRICS = {
     "step_time": ("seconds per step", "{value:.2f}"),
 }
 """The newest training step's readings above the curves: (label, format) by metrics.jsonl's key."""
+
+
+def watching_sentence(watching) -> str:
+    """The line above the status of how the learner came to the run shown (an app.jobs.shared_runs.Watching):
+    joined, shown from its files, opened, followed from another web process; nothing for a run of their own."""
+    sentence = {"started": "", "joined": JOINED, "finished": FINISHED, "opened": OPENED, "files": FROM_FILES}[watching.how]
+    sentence = sentence.format(run=html.escape(watching.run_id))
+    return f"{sentence} {ELSEWHERE}" if watching.elsewhere else sentence
