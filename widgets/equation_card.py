@@ -14,14 +14,13 @@ def equation(latex: str, **kwargs) -> pn.pane.LaTeX:
     return pn.pane.LaTeX(f"$${latex}$$", stylesheets=[EQUATION_CSS], margin=(0, 10), **kwargs)
 
 
-def equation_card(intro: str, formula: str, notice: str, predict: str | None = None, *, why: str | None = None, prediction=None) -> pn.Column:
+def equation_card(intro: str, formula: str, notice: str, *, why: str | None = None, prediction=None) -> pn.Column:
     """"Why this page" (Markdown), the introduction, the equation (LaTeX, without the $$), a "What to notice" line.
 
     `why`, when given, opens the card: one paragraph on what the page is for.
     `prediction`, a `widgets.predict.PredictionCard` or a tuple of them, is asked after the
     equation; the "What to notice" line, which gives the answer away, stays hidden until the
     (last) card is answered.
-    `predict`, the older static form, shows the seed's "Predict first" question as text.
     """
     parts = []
     if why:
@@ -36,6 +35,4 @@ def equation_card(intro: str, formula: str, notice: str, predict: str | None = N
         parts += [*cards, cards[-1].guard(notice_pane, placeholder=False)]
     else:
         parts.append(notice_pane)
-    if predict:
-        parts.append(pn.pane.Markdown(f"**Predict first.** {predict}", sizing_mode="stretch_width", margin=(0, 10)))
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["equation-card"])

@@ -26,14 +26,15 @@ from app.pages.live_run.figures import RunDisplay
 from app.pages.live_run.inputs import SettingsInputs
 from app.pages.live_run.runs_table import RunsTable
 from app.pages.live_run.status import idle_html
-from app.pages.live_run.text import (COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT,
-                                     RUN_NAME_PATTERN, SECTIONS, UNOPENABLE, watching_sentence)
+from app.pages.live_run.text import (COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT, PREDICT_CHOICES,
+                                     PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, UNOPENABLE, WHY, watching_sentence)
 from app.serving.limits import bound_controls, clamp_query, current as current_limits
 from app.serving.offered import current as current_offer, offer_menu, reward_options
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.job_view import JobView
+from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
 from widgets.streaming import deliver, session_document
@@ -47,6 +48,9 @@ LM = SettingsControls(LMSettings)
 DEFAULTS = LMSettings()
 KEEP_SAMPLES = DEFAULTS.keep_samples
 """Newest replies kept per step for display (fewer when a step has fewer prompts)."""
+COLLAPSE = card_spec("live-run/collapse", PREDICT, PREDICT_CHOICES, "collapse")
+CARDS = (COLLAPSE,)
+"""The page's prediction card (the room's tally lists it)."""
 
 
 class LiveRunPage(pn.viewable.Viewer):
@@ -87,6 +91,8 @@ class LiveRunPage(pn.viewable.Viewer):
         self.learner = Learner(self.runs_dir, self.cluster)
         self._state: LiveState | None = None
         self.display = RunDisplay(METRICS)
+        self.guide = session_guide()
+        self.predict_card = PredictionCard.of(COLLAPSE, PREDICT_EXPLANATION, self.guide)
         # A run left or stopped before its last step ends too: its progress stays at the step it reached.
         self.job = JobView(self._show_state, self.start, on_done=self._done, on_stop=self.stop, on_pause=self.pause,
                            on_resume=self.resume, completed=lambda: self._state is not None and self._state.step >= self._state.settings.steps)
@@ -231,7 +237,7 @@ class LiveRunPage(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, PREDICT),
+            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
             self.inputs,
             self.job,
             self.display.shared_line,

@@ -30,9 +30,26 @@ NOTICE = (
     "With β = 0.05 or 0.2 the reward rises less and the replies stay English. In the samples, orange "
     "tokens are where the policy has moved away from the reference: that is where the penalty lands."
 )
+WHY = (
+    "This is the experiment the rest of the course prepares: a real language model, a real reward, and "
+    "REINFORCE between them. Watch what a reward alone teaches the model, and what the KL penalty keeps: "
+    "the reward curve says the run is going well long after the replies say otherwise."
+)
 PREDICT = (
     "Before you start a run with β = 0: the reward will rise. What will the replies look like after "
-    "a hundred steps, and what will happen to distinct-1?"
+    "a few hundred steps?"
+)
+PREDICT_CHOICES = {
+    "better": "varied, and more positive English",
+    "same": "much as at the start",
+    "collapse": "a few glowing words on a loop",
+    "noise": "random tokens",
+}
+PREDICT_EXPLANATION = (
+    "A few glowing words on a loop. Nothing in the reward asks for English: every token that raises the "
+    "sentiment score is pushed up, the few strongest words win, and the policy piles its probability on "
+    "them, so the entropy and distinct-1 fall while the reward climbs (the seed's Run 1). With β > 0 every "
+    "token pays for its log-ratio to the starting model, and the replies stay English."
 )
 GOODHART = (
     "With a saved reward model the run continues the lab's feeling prompts, on which it was trained. "
