@@ -5,18 +5,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from app.pages.bandit import (
-    B_AXIS,
-    SWEEP,
-    BanditPage,
-    page,
-    summary_text,
-    theta_of,
-    training_table,
-)
+from app.pages.bandit import SWEEP, BanditPage, page, theta_of
+from app.pages.bandit.figures import B_AXIS, curve_columns, estimate_numbers, gradient_columns, marks_columns, sweep_columns
+from app.pages.bandit.text import summary_text, training_table
 from engines.bandit import (
     BASELINES,
     BanditTrainingSettings,
+    MonteCarlo,
     exact_gradient,
     exact_total_variance,
     expected_return,
@@ -32,13 +27,13 @@ FAST = {"samples": "20000", "seeds": "10", "steps": "10"}
 
 def make(**query) -> BanditPage:
     pg = page(query={**FAST, **{k: str(v) for k, v in query.items()}})
-    pg.training_job.run.join()  # the training run the page starts on load
+    pg.training.job.run.join()  # the training run the page starts on load
     return pg
 
 
 def test_default_page_is_the_seeds_monte_carlo_check():
     pg = page(query={"seeds": "10", "steps": "10"})
-    pg.training_job.run.join()
+    pg.training.job.run.join()
     assert (pg.means, pg.sd, pg.theta, pg.b, pg.samples) == ((5.0, 6.0, 7.0, 8.0), 1.0, (0.0,) * 4, 6.5, 200_000)
     shown = pg.metrics.values()
     # Exact figures of seed 000 sections 6.4 and 6.7, to 3 decimals.
@@ -138,12 +133,12 @@ def test_policy_that_prefers_arm_4_and_the_b_buttons():
 
 def test_training_curves_and_counts_follow_the_engine():
     pg = make(seeds=40, steps=120, lr=0.1, train_seed=4, section="training")
-    view = pg.view
+    view = pg.training.view
     assert view.step == 120
-    assert pg.training_job.controls.progress == 1.0 and not pg.training_job.controls.running
+    assert pg.training.job.controls.progress == 1.0 and not pg.training.job.controls.running
     settings = BanditTrainingSettings(seeds=40, steps=120, lr=0.1, seed=4, report_steps=(120,))
     assert pg.training_settings() == view.settings == settings
-    data = pg.curves.data
+    data = pg.training.curves.data
     np.testing.assert_array_equal(data["step"], np.arange(121))
     for baseline in BASELINES:
         run = train_bandit(settings, baseline)
@@ -152,39 +147,39 @@ def test_training_curves_and_counts_follow_the_engine():
         np.testing.assert_allclose(data[f"{baseline}_p10"], p10, rtol=1e-12)
         np.testing.assert_allclose(data[f"{baseline}_p90"], p90, rtol=1e-12)
         counts = run.argmax_counts()
-        assert pg.arms.data[baseline] == [counts.get(k, 0) for k in range(1, 5)]
+        assert pg.training.arms.data[baseline] == [counts.get(k, 0) for k in range(1, 5)]
         stats = view.stats[baseline]
         assert stats["worse"] == 40 - counts.get(4, 0)
         assert stats["above_half"] == pytest.approx((run.p_best() > 0.5).mean())
         assert stats["below_tenth"] == pytest.approx((run.p_best() < 0.1).mean())
-    assert training_table(view) == pg.table.object and "After step 120 of 120, 40 seeds" in pg.table.object
+    assert training_table(view) == pg.training.table.object and "After step 120 of 120, 40 seeds" in pg.training.table.object
 
 
 def test_training_runs_once_its_section_is_opened():
     pg = make()
     pg.__panel__()  # the page drawn, as a visit draws it
-    assert pg.view is None and not pg.training_job.run.running and pg.sections.opened == {"estimates"}
+    assert pg.training.view is None and not pg.training.job.run.running and pg.sections.opened == {"estimates"}
     pg.steps = 20  # the axes follow the controls before the section is built
-    assert pg.steps_range.end == 20 and pg.view is None
+    assert pg.training.steps_range.end == 20 and pg.training.view is None
     pg.section = "training"
-    pg.training_job.run.join()
-    assert pg.view.step == 20 and pg.view.settings == pg.training_settings()
+    pg.training.job.run.join()
+    assert pg.training.view.step == 20 and pg.training.view.settings == pg.training_settings()
 
 
 def test_a_new_setting_cancels_the_run_under_way():
     pg = make(section="training")
     pg.param.update(seeds=500, steps=2000)  # a long run starts
     pg.steps = 30  # replaces the long run; only the new run's snapshots are drawn
-    pg.training_job.run.join()
-    assert pg.view.settings.steps == 30 and len(pg.curves.data["step"]) == 31
-    assert pg.steps_range.end == 30
-    stale = replace(pg.view, settings=replace(pg.view.settings, lr=0.2), curves={"step": [0]})
-    pg._show_training(stale)  # a snapshot of a run whose settings are gone is dropped
-    assert len(pg.curves.data["step"]) == 31
-    pg.start_training()
+    pg.training.job.run.join()
+    assert pg.training.view.settings.steps == 30 and len(pg.training.curves.data["step"]) == 31
+    assert pg.training.steps_range.end == 30
+    stale = replace(pg.training.view, settings=replace(pg.training.view.settings, lr=0.2), curves={"step": [0]})
+    pg.training.show(stale)  # a snapshot of a run whose settings are gone is dropped
+    assert len(pg.training.curves.data["step"]) == 31
+    pg.training.start()
     pg.close()  # the tab closed
-    pg.training_job.run.join(5)
-    assert not pg.training_job.run.running
+    pg.training.job.run.join(5)
+    assert not pg.training.job.run.running
 
 
 @pytest.mark.parametrize(
@@ -229,3 +224,59 @@ def test_the_predictions_guard_the_estimates_and_the_training_result():
     assert pg.arm_card.answer == "most"
     assert 24 <= view.stats["none"]["worse"] < 100
     assert view.stats["running"]["worse"] == view.stats["value"]["worse"] == 0
+
+
+# --- the columns the panels draw, from made-up Monte Carlo summaries and the exact sums of seed 000 section 6.7 ----------
+# At the uniform policy on means (5, 6, 7, 8) with sd = 1: J = b* = 6.5, dJ/dtheta = pi (mu - J) = (-0.375, -0.125, 0.125,
+# 0.375), |onehot(a) - pi|^2 = 0.75 for every a, so the total variance is 0.1875 sum_a ((mu_a - b)^2 + 1) - |dJ/dtheta|^2
+# = 0.75 b^2 - 9.75 b + 33.0625 (33.0625 at b = 0, 1.375 at b = 6.5).
+
+UNIFORM = (0.0, 0.0, 0.0, 0.0)
+SEED_MEANS = (5.0, 6.0, 7.0, 8.0)
+
+
+def summary_of(b, mean_estimate=((0.0,) * 4,) * 2, mean_estimate_se=((0.0,) * 4,) * 2, total_variance=(0.0, 0.0),
+               total_variance_se=(0.0, 0.0)) -> MonteCarlo:
+    """A Monte Carlo summary with the given numbers, as the engine hands the page one."""
+    return MonteCarlo(b=np.asarray(b, dtype=float), mean_score=np.zeros(4), mean_estimate=np.asarray(mean_estimate),
+                      mean_estimate_se=np.asarray(mean_estimate_se), total_variance=np.asarray(total_variance),
+                      total_variance_se=np.asarray(total_variance_se), b_star=6.5, total_variance_at_b_star=1.375)
+
+
+def test_gradient_columns_set_the_two_runs_beside_each_arm_with_2_se_bars():
+    mean = [[-0.4, -0.1, 0.1, 0.4], [-0.38, -0.12, 0.13, 0.37]]
+    se = [[0.05, 0.02, 0.02, 0.05], [0.01, 0.01, 0.01, 0.01]]
+    data = gradient_columns(SEED_MEANS, UNIFORM, summary_of((0.0, 6.5), mean, se))
+    np.testing.assert_array_equal(data["arm"], [1, 2, 3, 4])
+    np.testing.assert_allclose(data["exact"], [-0.375, -0.125, 0.125, 0.375], rtol=1e-12)
+    np.testing.assert_allclose(data["x_none"], [0.85, 1.85, 2.85, 3.85], rtol=1e-12)
+    np.testing.assert_allclose(data["x_b"], [1.15, 2.15, 3.15, 4.15], rtol=1e-12)
+    np.testing.assert_array_equal(data["mean_none"], mean[0])
+    np.testing.assert_allclose(data["low_none"], [-0.5, -0.14, 0.06, 0.3], rtol=1e-12)
+    np.testing.assert_allclose(data["high_b"], [-0.36, -0.1, 0.15, 0.39], rtol=1e-12)
+    np.testing.assert_array_equal(data["se_b"], se[1])
+
+
+def test_sweep_and_curve_columns_put_the_exact_variance_beside_the_measured():
+    swept = summary_of((0.0, 6.5, 12.0), total_variance=(33.0, 1.4, 24.0), total_variance_se=(0.1, 0.01, 0.2))
+    data = sweep_columns(SEED_MEANS, 1.0, UNIFORM, swept)
+    np.testing.assert_array_equal(data["b"], [0.0, 6.5, 12.0])
+    np.testing.assert_allclose(data["exact"], [33.0625, 1.375, 0.75 * 144 - 9.75 * 12 + 33.0625], rtol=1e-12)
+    np.testing.assert_allclose(data["low"], [32.8, 1.38, 23.6], rtol=1e-12)
+    np.testing.assert_allclose(data["high"], [33.2, 1.42, 24.4], rtol=1e-12)
+    curve = curve_columns(SEED_MEANS, 1.0, UNIFORM)
+    np.testing.assert_allclose(curve["b"], np.arange(241) * 0.05, rtol=1e-12)
+    np.testing.assert_allclose(curve["exact"], 0.75 * curve["b"] ** 2 - 9.75 * curve["b"] + 33.0625, rtol=1e-12)
+
+
+def test_marks_and_numbers_at_the_seeds_policy():
+    marks = marks_columns(SEED_MEANS, 1.0, UNIFORM, 0.0)
+    assert marks["b"] == pytest.approx([6.5, 0.0], rel=1e-12)
+    assert marks["variance"] == pytest.approx([1.375, 33.0625], rel=1e-12)
+    numbers = estimate_numbers(SEED_MEANS, 1.0, UNIFORM, 6.5, summary_of((0.0, 6.5), total_variance=(33.0, 1.5)))
+    assert numbers == pytest.approx({"J": 6.5, "b_star": 6.5, "exact_none": 33.0625, "exact_b": 1.375,
+                                     "ratio": 33.0625 / 1.375, "mc_none": 33.0, "mc_b": 1.5, "mc_ratio": 22.0}, rel=1e-12)
+    # With no noise and b at the only reward there is, the variance is 0 and the ratio infinite.
+    zero = estimate_numbers((8.0,) * 4, 0.0, UNIFORM, 8.0, summary_of((0.0, 8.0), total_variance=(48.0, 0.0)))
+    assert zero["exact_none"] == 48.0 and zero["exact_b"] == 0.0  # 0.1875 * 4 * 64 at b = 0
+    assert zero["ratio"] == zero["mc_ratio"] == float("inf")
