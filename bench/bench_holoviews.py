@@ -25,8 +25,9 @@ from bokeh.document import Document
 from bokeh.protocol import Protocol
 from panel.io.state import set_curdoc, state
 
-from app.pages.baselines import B_GRID, R1, R2, BaselinesPage
-from engines.two_action import two_action_estimates
+from app.pages.baselines import BaselinesPage
+from app.pages.baselines.figures import B_GRID
+from engines.two_action import R1, R2, two_action_estimates
 
 
 def bokeh_way():

@@ -20,25 +20,46 @@ import numpy as np
 
 from engines.settings import finite, require
 
+R1, R2 = 11.0, 10.0
+"""The seed's rewards of action 1 and action 2."""
+
+
+def _check_p(p: float) -> None:
+    require(finite(p) and 0.0 < p < 1.0, f"p must lie strictly between 0 and 1, got {p}.")
+
 
 @dataclass(frozen=True)
 class TwoActionSettings:
-    """The seed's two-action example."""
+    """The seed's two-action example: its table of the estimates at a few baselines."""
 
     p: float = 0.5
     """Probability of action 1, p = sigma(theta); strictly between 0 and 1."""
     b: tuple[float, ...] = (0.0, 10.5)
     """Baselines b to evaluate the estimate at; any finite numbers, reward units."""
-    R1: float = 11.0
+    R1: float = R1
     """Reward of action 1; any finite number."""
-    R2: float = 10.0
+    R2: float = R2
     """Reward of action 2; any finite number."""
 
     def __post_init__(self):
-        require(finite(self.p) and 0.0 < self.p < 1.0, f"p must lie strictly between 0 and 1, got {self.p}.")
+        _check_p(self.p)
         require(len(self.b) > 0, "give at least one baseline b.")
         require(finite(*self.b), f"every baseline b must be a finite number, got {list(self.b)}.")
         require(finite(self.R1, self.R2), f"the rewards must be finite numbers, got {self.R1} and {self.R2}.")
+
+
+@dataclass(frozen=True)
+class TwoActionDemoSettings:
+    """The demo of section 4 ("a baseline moves the noise, not the mean"): one policy, one baseline, as its sliders start."""
+
+    p: float = 0.5
+    """Probability of action 1, p = sigma(theta); strictly between 0 and 1."""
+    b: float = 0.0
+    """Baseline b subtracted from the reward of either action; a finite number, reward units."""
+
+    def __post_init__(self):
+        _check_p(self.p)
+        require(finite(self.b), f"the baseline b must be a finite number, got {self.b}.")
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,7 @@ class TwoActionEstimates:
     """Baseline where the two lines cross, (1 - p) R1 + p R2: zero variance there."""
 
 
-def two_action_estimates(p, b, R1: float = 11.0, R2: float = 10.0) -> TwoActionEstimates:
+def two_action_estimates(p, b, R1: float = R1, R2: float = R2) -> TwoActionEstimates:
     """Seed 001 section 4's table and demo cells, vectorised: p and b broadcast together."""
     p = np.asarray(p, dtype=float)
     b = np.asarray(b, dtype=float)
@@ -69,7 +90,7 @@ def two_action_estimates(p, b, R1: float = 11.0, R2: float = 10.0) -> TwoActionE
     return TwoActionEstimates(g1=g1, g2=g2, mean=mean, sd=sd, cross=cross)
 
 
-def variance_minimising_baseline(p, R1: float = 11.0, R2: float = 10.0):
+def variance_minimising_baseline(p, R1: float = R1, R2: float = R2):
     """b* = E[R g^2] / E[g^2] with g the score (seed 001's optional box) = (1-p) R1 + p R2."""
     p = np.asarray(p, dtype=float)
     score_sq_1, score_sq_2 = (1 - p) ** 2, p**2

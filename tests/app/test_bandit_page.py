@@ -5,15 +5,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from app.pages.bandit import (
-    B_AXIS,
-    SWEEP,
-    BanditPage,
-    page,
-    summary_text,
-    theta_of,
-    training_table,
-)
+from app.pages.bandit import SWEEP, BanditPage, page, theta_of
+from app.pages.bandit.figures import B_AXIS
+from app.pages.bandit.text import summary_text, training_table
 from engines.bandit import (
     BASELINES,
     BanditTrainingSettings,
@@ -32,13 +26,13 @@ FAST = {"samples": "20000", "seeds": "10", "steps": "10"}
 
 def make(**query) -> BanditPage:
     pg = page(query={**FAST, **{k: str(v) for k, v in query.items()}})
-    pg.training_job.run.join()  # the training run the page starts on load
+    pg.training.job.run.join()  # the training run the page starts on load
     return pg
 
 
 def test_default_page_is_the_seeds_monte_carlo_check():
     pg = page(query={"seeds": "10", "steps": "10"})
-    pg.training_job.run.join()
+    pg.training.job.run.join()
     assert (pg.means, pg.sd, pg.theta, pg.b, pg.samples) == ((5.0, 6.0, 7.0, 8.0), 1.0, (0.0,) * 4, 6.5, 200_000)
     shown = pg.metrics.values()
     # Exact figures of seed 000 sections 6.4 and 6.7, to 3 decimals.
@@ -138,12 +132,12 @@ def test_policy_that_prefers_arm_4_and_the_b_buttons():
 
 def test_training_curves_and_counts_follow_the_engine():
     pg = make(seeds=40, steps=120, lr=0.1, train_seed=4, section="training")
-    view = pg.view
+    view = pg.training.view
     assert view.step == 120
-    assert pg.training_job.controls.progress == 1.0 and not pg.training_job.controls.running
+    assert pg.training.job.controls.progress == 1.0 and not pg.training.job.controls.running
     settings = BanditTrainingSettings(seeds=40, steps=120, lr=0.1, seed=4, report_steps=(120,))
     assert pg.training_settings() == view.settings == settings
-    data = pg.curves.data
+    data = pg.training.curves.data
     np.testing.assert_array_equal(data["step"], np.arange(121))
     for baseline in BASELINES:
         run = train_bandit(settings, baseline)
@@ -152,39 +146,39 @@ def test_training_curves_and_counts_follow_the_engine():
         np.testing.assert_allclose(data[f"{baseline}_p10"], p10, rtol=1e-12)
         np.testing.assert_allclose(data[f"{baseline}_p90"], p90, rtol=1e-12)
         counts = run.argmax_counts()
-        assert pg.arms.data[baseline] == [counts.get(k, 0) for k in range(1, 5)]
+        assert pg.training.arms.data[baseline] == [counts.get(k, 0) for k in range(1, 5)]
         stats = view.stats[baseline]
         assert stats["worse"] == 40 - counts.get(4, 0)
         assert stats["above_half"] == pytest.approx((run.p_best() > 0.5).mean())
         assert stats["below_tenth"] == pytest.approx((run.p_best() < 0.1).mean())
-    assert training_table(view) == pg.table.object and "After step 120 of 120, 40 seeds" in pg.table.object
+    assert training_table(view) == pg.training.table.object and "After step 120 of 120, 40 seeds" in pg.training.table.object
 
 
 def test_training_runs_once_its_section_is_opened():
     pg = make()
     pg.__panel__()  # the page drawn, as a visit draws it
-    assert pg.view is None and not pg.training_job.run.running and pg.sections.opened == {"estimates"}
+    assert pg.training.view is None and not pg.training.job.run.running and pg.sections.opened == {"estimates"}
     pg.steps = 20  # the axes follow the controls before the section is built
-    assert pg.steps_range.end == 20 and pg.view is None
+    assert pg.training.steps_range.end == 20 and pg.training.view is None
     pg.section = "training"
-    pg.training_job.run.join()
-    assert pg.view.step == 20 and pg.view.settings == pg.training_settings()
+    pg.training.job.run.join()
+    assert pg.training.view.step == 20 and pg.training.view.settings == pg.training_settings()
 
 
 def test_a_new_setting_cancels_the_run_under_way():
     pg = make(section="training")
     pg.param.update(seeds=500, steps=2000)  # a long run starts
     pg.steps = 30  # replaces the long run; only the new run's snapshots are drawn
-    pg.training_job.run.join()
-    assert pg.view.settings.steps == 30 and len(pg.curves.data["step"]) == 31
-    assert pg.steps_range.end == 30
-    stale = replace(pg.view, settings=replace(pg.view.settings, lr=0.2), curves={"step": [0]})
-    pg._show_training(stale)  # a snapshot of a run whose settings are gone is dropped
-    assert len(pg.curves.data["step"]) == 31
-    pg.start_training()
+    pg.training.job.run.join()
+    assert pg.training.view.settings.steps == 30 and len(pg.training.curves.data["step"]) == 31
+    assert pg.training.steps_range.end == 30
+    stale = replace(pg.training.view, settings=replace(pg.training.view.settings, lr=0.2), curves={"step": [0]})
+    pg.training.show(stale)  # a snapshot of a run whose settings are gone is dropped
+    assert len(pg.training.curves.data["step"]) == 31
+    pg.training.start()
     pg.close()  # the tab closed
-    pg.training_job.run.join(5)
-    assert not pg.training_job.run.running
+    pg.training.job.run.join(5)
+    assert not pg.training.job.run.running
 
 
 @pytest.mark.parametrize(

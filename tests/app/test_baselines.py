@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from app.pages.baselines import B_GRID, BaselinesPage, page, summary_text, table_markdown
-from engines.two_action import two_action_estimates
+from app.pages.baselines import BaselinesPage, page
+from app.pages.baselines.figures import B_GRID
+from app.pages.baselines.text import SHIFT, shift_card_text, summary_text, table_markdown
+from engines.two_action import R1, R2, two_action_estimates
 
 SEED_SENTENCE = (
     "At b = 0.0: the estimate is <strong>5.50</strong> if action 1 is sampled and <strong>-5.00</strong> "
@@ -88,10 +90,8 @@ def test_sessions_do_not_share_state():
 
 
 def test_the_prediction_guards_the_demo_and_the_check_yourself_uses_the_engine():
-    from app.pages.baselines import R1, R2, SHIFT, shift_card_text
-
     pg = page(query={})
-    placeholder, demo = pg.__panel__()[2]
+    placeholder, demo = pg.__panel__()[3]
     assert placeholder.visible and not demo.visible and not pg.predict_card.revealed
     assert pg.predict_card.answer == "mean"  # seed 001 section 4: the mean never moves with b
     pg.predict_card.commit("sd")

@@ -4,7 +4,8 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.bandit import summary_text, theta_of
+from app.pages.bandit import theta_of
+from app.pages.bandit.text import summary_text
 from engines.bandit import exact_total_variance, monte_carlo
 
 MEANS = (5.0, 6.0, 7.0, 8.0)

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.baselines import summary_text
+from app.pages.baselines.text import summary_text
 
 
 def plain(html: str) -> str:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
-from engines.two_action import TwoActionSettings, two_action_estimates, variance_minimising_baseline
+from engines.two_action import TwoActionDemoSettings, TwoActionSettings, two_action_estimates, variance_minimising_baseline
 
 probabilities = st.floats(0.01, 0.99)
 baselines = st.floats(-50, 50)
@@ -61,6 +61,12 @@ def test_crossing_point_is_the_variance_minimising_baseline(p, R1, R2):
 def test_invalid_settings_are_refused(bad):
     with pytest.raises(ValueError):
         TwoActionSettings(**bad)
+
+
+@pytest.mark.parametrize("bad", [dict(p=0.0), dict(p=1.0), dict(p=float("nan")), dict(b=float("inf")), dict(b=float("nan"))])
+def test_invalid_demo_settings_are_refused(bad):
+    with pytest.raises(ValueError):
+        TwoActionDemoSettings(**bad)
 
 
 def test_command_prints_the_seed_table(capsys):

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engines.bandit import TrainingView, expected_return
+from engines.bandit import MEANS, TrainingView, expected_return
 from engines.policy_gradient import softmax
-from app.pages.bandit.figures import TRAIN_NAMES
 
 WHY = (
     "A bandit is the smallest setting in which a policy learns from ratings alone: one prompt, four possible "
@@ -70,6 +69,20 @@ ARM_EXPLANATION = (
     "last column of the table."
 )
 
+TRAIN_NAMES = {"none": "no baseline", "running": "running average of ratings", "value": "exact value V"}
+"""The three baselines of section 6.7's training, as the plots and the training table name them."""
+METRICS = {
+    "J": ("J = V", "{value:.3f}"),
+    "b_star": ("b*", "{value:.3f}"),
+    "exact_none": ("variance, b = 0", "{value:.3f}"),
+    "exact_b": ("variance at b", "{value:.3f}"),
+    "ratio": ("ratio", "{value:.1f}×"),
+    "mc_none": ("Monte Carlo, b = 0", "{value:.3f}"),
+    "mc_b": ("Monte Carlo at b", "{value:.3f}"),
+    "mc_ratio": ("Monte Carlo ratio", "{value:.1f}×"),
+}
+"""The metric row under the sentence (figures.estimate_numbers): label and format of each number."""
+
 
 def variance_ratio(num: float, den: float) -> float:
     """How many times smaller the variance is: num / den, infinite where den is 0."""
@@ -98,6 +111,24 @@ def training_table(view: TrainingView | None) -> str:
     )
 
 
+POLICY_HEADING = "The bandit and the policy"
+POLICY_CHOICES = {"uniform, θ = 0": 0, **{f"prefers arm {k}": k for k in range(1, len(MEANS) + 1)}}
+"""The policy control's buttons: the uniform policy, or one arm k preferred (theta_k = the logit)."""
+ESTIMATE_HEADING = "The estimate"
+SECTION_TITLES = {
+    "estimates": "Gradient and variance",
+    "histogram": "One coordinate's estimates",
+    "training": "Training with and without a baseline",
+}
+"""The tabs under the estimate, by the page's `section` value."""
+PLOT_TITLES = {
+    "gradient": "Exact gradient and Monte Carlo means ± 2 SE",
+    "variance": "Total variance against the baseline b",
+    "histogram": "One-sample estimates of coordinate k, with and without b",
+    "training": "Mean J over seeds, 10th to 90th percentile",
+    "final_arms": "Which arm each seed prefers",
+}
+"""The title over each plot, by the plot's data."""
 TRAINING_NOTE = (
     "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
     "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run."
