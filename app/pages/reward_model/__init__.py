@@ -97,9 +97,9 @@ class RewardModelPage(pn.viewable.Viewer):
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)
         self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.cluster)
         self.sections = LazySections(self.param.section, {
-            "pairs": ("1. Preference pairs", self._pairs_section),
-            "training": ("2. Train the reward model", self._training_section),
-            "sweep": ("3. Noisier raters (the stretch)", lambda: self.sweep),
+            "pairs": ("Preference pairs", self._pairs_section),
+            "training": ("Training the reward model", self._training_section),
+            "sweep": ("Noisier raters (the stretch)", lambda: self.sweep),
         })
         self.param.watch(self._changed, [*PAIRS.names, "pair", *TRAINER.names])  # after the link's: the first start is onload's
         pn.state.onload(self.start_pairs)
