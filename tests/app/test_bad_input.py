@@ -194,8 +194,8 @@ def test_the_reward_model_page_loads_only_files_of_its_pairs_folder(monkeypatch,
     outside.write_bytes(b"PK\x03\x04")
     try:
         for path in ("/etc/passwd", str(outside), str(tmp_path / "pairs" / ".." / "elsewhere.npz"), "../../etc/passwd"):
-            pg.load_file(path)
-            assert pg.errors.visible and pg.errors.object == f"- Only the pairs files listed, in {tmp_path / 'pairs'}, can be loaded."
+            pg.pairs_files.load(path)
+            assert pg.pairs_files.error.visible and pg.pairs_files.error.object == f"- Only the pairs files listed, in {tmp_path / 'pairs'}, can be loaded."
             assert pg.data is None
     finally:
         pg.close()

@@ -12,11 +12,17 @@ import numpy as np
 import pytest
 
 import app.pages.reward_model as rm
+from pathlib import Path
 from types import SimpleNamespace
+
+from bokeh.document import Document
 
 from app.jobs.cluster import Queued, current
 from app.jobs.model_cache import ModelCache
-from app.jobs.model_jobs import generate_pairs, pairs_key
+from app.jobs.model_jobs import TrainingView, generate_pairs, pairs_key
+from app.pages.reward_model.figures import GAP_AXIS, PROBE_COLUMNS, TrainingDisplay, pairs_page, probability_curve
+from app.pages.reward_model.preference_html import pairs_summary
+from app.pages.reward_model.text import READINGS, file_source
 from app.jobs.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.preferences import BUNDLED_PAIRS, PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
@@ -91,16 +97,16 @@ def test_pairs_table_and_equation_12_follow_the_data(make_page):
     base = word_pairs(200)
     d = pg.data
     np.testing.assert_array_equal(d.label, relabel(base, 0.5, 0).label)
-    assert list(pg.table.data["index"]) == list(range(5, 5 + rm.PAGE_ROWS))
-    np.testing.assert_array_equal(pg.table.data["g_a"], base.g_a[5:13])
-    np.testing.assert_array_equal(pg.table.data["preferred"], np.where(d.label[5:13], "a", "b"))
-    np.testing.assert_allclose(pg.table.data["p_a"], np.round(bt_prob(base.g_a[5:13], base.g_b[5:13], 0.5), 3))
-    assert "Pair 5." in pg.pair_text.object and f"Acc* = {float(oracle_accuracy(d.g_a, d.g_b, 0.5)):.3f}" in pg.pairs_text.object
-    for gap, share in zip(pg.freq.data["gap"], pg.freq.data["frequency"]):
+    assert list(pg.pairs_display.table.data["index"]) == list(range(5, 5 + rm.PAGE_ROWS))
+    np.testing.assert_array_equal(pg.pairs_display.table.data["g_a"], base.g_a[5:13])
+    np.testing.assert_array_equal(pg.pairs_display.table.data["preferred"], np.where(d.label[5:13], "a", "b"))
+    np.testing.assert_allclose(pg.pairs_display.table.data["p_a"], np.round(bt_prob(base.g_a[5:13], base.g_b[5:13], 0.5), 3))
+    assert "Pair 5." in pg.pairs_display.pair.object and f"Acc* = {float(oracle_accuracy(d.g_a, d.g_b, 0.5)):.3f}" in pg.pairs_display.summary.object
+    for gap, share in zip(pg.pairs_display.freq.data["gap"], pg.pairs_display.freq.data["frequency"]):
         assert share == pytest.approx(d.label[d.g_a - d.g_b == gap].mean())
     pg.tau_label = 2.0  # relabels at once, without sampling again
     np.testing.assert_array_equal(pg.data.label, relabel(base, 2.0, 0).label)
-    np.testing.assert_allclose(pg.prob.data["p"], bt_prob(rm.GAP_AXIS, 0.0, 2.0))
+    np.testing.assert_allclose(pg.pairs_display.prob.data["p"], bt_prob(GAP_AXIS, 0.0, 2.0))
     assert pg.param.pair.bounds == (0, 199)
 
 
@@ -110,16 +116,16 @@ def test_training_streams_and_reads_as_the_engine(make_page):
     settings = pg.train_settings()
     trained = train_reward_model(pg.data, settings)
     assert pg.trained.evaluation == trained.evaluation  # the same split, seed and steps
-    assert list(pg.curve.data["step"]) == list(range(settings.eval_every, 21, settings.eval_every))
+    assert list(pg.training_display.curve.data["step"]) == list(range(settings.eval_every, 21, settings.eval_every))
     held = split_pairs(pg.data, settings.heldout, settings.seed)[1]
-    assert pg.ceiling.data["acc_star"][0] == pytest.approx(float(oracle_accuracy(held.g_a, held.g_b, held.tau_label)))
-    shown = pg.metrics.values()
+    assert pg.training_display.ceiling.data["acc_star"][0] == pytest.approx(float(oracle_accuracy(held.g_a, held.g_b, held.tau_label)))
+    shown = pg.training_display.metrics.values()
     assert shown["accuracy"] == trained.evaluation.heldout_accuracy and shown["spearman"] == trained.evaluation.spearman
-    assert f"{trained.evaluation.heldout_accuracy:.3f} ± {trained.evaluation.heldout_se:.3f}" in pg.train_text.object
+    assert f"{trained.evaluation.heldout_accuracy:.3f} ± {trained.evaluation.heldout_se:.3f}" in pg.training_display.text.object
     # Trained in the worker process, whose torch may use another thread count: float32 sums in another order, so
     # the scores agree to float32's rounding (about 1e-7 relative), not bit for bit.
-    assert pg.probe.data["r_phi"] == pytest.approx([row["r_phi"] for row in probe_rows(trained)], rel=1e-5)
-    assert pg.probe.data["g"][pg.probe.data["reply"].index("one positive word repeated")] == -7.0
+    assert pg.training_display.probe.data["r_phi"] == pytest.approx([row["r_phi"] for row in probe_rows(trained)], rel=1e-5)
+    assert pg.training_display.probe.data["g"][pg.training_display.probe.data["reply"].index("one positive word repeated")] == -7.0
     pg.min_count = 1  # a training control retrains
     wait(lambda: pg.trained is not None and pg.trained.settings.min_count == 1)
 
@@ -128,16 +134,17 @@ def test_save_the_model_and_the_pairs_then_load_them(make_page, tmp_path):
     pg = make_page()
     wait(lambda: pg.trained is not None)
     path = pg.save_model()
-    assert path.parent == tmp_path / "reward-models" and f"reward-model:{path}" in pg.saved_text.object
+    assert path.parent == tmp_path / "reward-models" and f"reward-model:{path}" in pg.training_display.saved.object
     assert learned_rewards(tmp_path) == [f"reward-model:{path}"]
     again = load_reward_model(path)
     np.testing.assert_allclose(again(pg.data.prompt_ids, pg.data.ids_a), pg.trained(pg.data.prompt_ids, pg.data.ids_a))
-    pairs_path = pg.save_pairs()
+    pairs_path = pg.pairs_files.save()
     assert list(pg.pairs_files.files.options.values()) == [str(pairs_path)]
+    assert f"Pairs saved to <code>{pairs_path}</code>." in pg.pairs_display.summary.object  # said in the pairs' part, where Save is
     np.testing.assert_array_equal(load_pairs(pairs_path).label, pg.data.label)
     pg.tau_label = 1.0
-    pg.load_file(str(pairs_path))  # the file's own labels and tau_label come back
-    assert pg.tau_label == 0.5 and "from pairs-200-tau0.5-seed0.npz" in pg.pairs_text.object
+    pg.pairs_files.load(str(pairs_path))  # the file's own labels and tau_label come back
+    assert pg.tau_label == 0.5 and "from pairs-200-tau0.5-seed0.npz" in pg.pairs_display.summary.object
     np.testing.assert_array_equal(pg.data.label, load_pairs(pairs_path).label)
 
 
@@ -149,18 +156,18 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
     bad = tmp_path / "pairs" / "broken.npz"
     bad.write_bytes(b"PK\x03\x04 not really a zip file")
     pg.pairs_files.refresh()
-    pg.load_file(pg.pairs_files.files.options["broken.npz"])
-    assert pg.errors.visible and pg.errors.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
+    pg.pairs_files.load(pg.pairs_files.files.options["broken.npz"])
+    assert pg.pairs_files.error.visible and pg.pairs_files.error.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
     assert pg.data is before  # the page goes on with the pairs it had
 
 
 def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_trains_again(make_page):
     (pid,) = current().client.run(os.getpid).values()
     pg = make_page({"steps": "2000"})
-    wait(lambda: len(pg.curve.data["step"]) >= 1)
+    wait(lambda: len(pg.training_display.curve.data["step"]) >= 1)
     os.kill(pid, signal.SIGKILL)
     wait(lambda: not pg.training_job.controls.running)
-    shown = int(pg.curve.data["step"][-1])
+    shown = int(pg.training_display.curve.data["step"][-1])
     notice = pg.training_job.notice
     assert notice.visible and notice.alert_type == "danger" and notice.object.startswith(
         "The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
@@ -168,7 +175,7 @@ def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_t
     assert shown <= stopped_at < 2000 and pg.trained is None
     pg.steps = 20
     wait(lambda: pg.trained is not None)  # on the fresh worker the nanny started
-    assert not notice.visible and not pg.errors.visible
+    assert not notice.visible and not pg.pairs_files.error.visible
 
 
 def test_the_sweep_matches_the_engine(make_page):
@@ -188,8 +195,8 @@ def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make
     second = make_page({"steps": "20"})
     wait(lambda: second.trained is not None)
     assert second.training_job.run._thread is None  # no training was started: the server's kept model is shown
-    assert second.trained is first.trained and second.metrics.values() == first.metrics.values()
-    np.testing.assert_array_equal(second.curve.data["accuracy"], first.curve.data["accuracy"])
+    assert second.trained is first.trained and second.training_display.metrics.values() == first.training_display.metrics.values()
+    np.testing.assert_array_equal(second.training_display.curve.data["accuracy"], first.training_display.curve.data["accuracy"])
     alone = make_page({"steps": "20"}, models=ModelCache())  # a page that shares nothing kept trains its own, the same
     wait(lambda: alone.trained is not None)
     assert alone.training_job.run._thread is not None and alone.trained.evaluation == first.trained.evaluation
@@ -202,7 +209,7 @@ def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page, cpu_take
     pg = make_page({"steps": "20"})
     wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
     assert pg.training_job.run.notice.object == Queued("cpu", 1).sentence("The training")
-    assert "waits for the cpu (place 1 in line)" in pg.training_job.run.notice.object and len(pg.curve.data["step"]) == 0
+    assert "waits for the cpu (place 1 in line)" in pg.training_job.run.notice.object and len(pg.training_display.curve.data["step"]) == 0
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",)]
     cpu_taken.free()
     wait(lambda: pg.trained is not None)
@@ -243,7 +250,7 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
         expected = make_pairs(PairSettings(pairs=50, seed=0))
         np.testing.assert_array_equal(pg.data.text_a, expected.text_a)
         np.testing.assert_array_equal(pg.data.label, expected.label)
-        assert list(pg.table.data["text_b"]) == list(expected.text_b[: rm.PAGE_ROWS])
+        assert list(pg.pairs_display.table.data["text_b"]) == list(expected.text_b[: rm.PAGE_ROWS])
         assert models.result(pairs_key(PairSettings(pairs=50, seed=0))) is pg.base  # the next learner gets it at once
     finally:
         pg.close()
@@ -277,4 +284,69 @@ def test_the_training_and_the_stretch_are_built_when_first_opened(make_page):
     wait(lambda: pg.trained is not None)  # the model trains all the same, its readings waiting in their part
     pg.section = "training"
     assert pg.sections.opened == {"pairs", "training"} and pg.sections.tabs.active == 1
-    assert pg.loss_steps.end == pg.accuracy_steps.end == 20 and not pg.save_button.disabled
+    assert pg.training_display.loss_steps.end == pg.training_display.accuracy_steps.end == 20 and not pg.training_display.save_button.disabled
+
+
+# The pure parts, without a page or a cluster: the columns the pairs' table and plot show, and the training's display.
+
+
+def logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def test_a_page_of_the_table_is_the_pairs_from_the_slider_with_equation_12():
+    pairs = word_pairs(20, tau_label=0.7)
+    page = pairs_page(pairs, 15, 8)
+    assert list(page["index"]) == [15, 16, 17, 18, 19]  # the last page is short
+    assert list(page["text_b"]) == list(pairs.text_b[15:]) and list(page["g_a"]) == list(pairs.g_a[15:])
+    assert list(page["preferred"]) == ["a" if pairs.label[i] else "b" for i in range(15, 20)]
+    np.testing.assert_array_equal(page["p_a"], np.round(logistic((pairs.g_a[15:] - pairs.g_b[15:]) / 0.7), 3))
+    assert list(pairs_page(pairs, 50, 8)["index"]) == [19]  # a start past the end shows the last pair
+
+
+def test_the_probability_curve_is_equation_12_over_the_gap_axis():
+    curve = probability_curve(2.0)
+    np.testing.assert_allclose(curve["p"], logistic(GAP_AXIS / 2.0), rtol=1e-12)
+    assert curve["p"][list(GAP_AXIS).index(0.0)] == 0.5
+
+
+def test_the_pairs_sentence_escapes_a_file_s_words_and_says_where_they_were_saved():
+    pairs = word_pairs(20)
+    text = pairs_summary(pairs, file_source("/runs/pairs/a.npz", "<b>mine</b>"), 0.75, saved=Path("/runs/pairs/b.npz"))
+    assert "from a.npz (written by the &lt;b&gt;mine&lt;/b&gt; model)" in text and "<b>" not in text
+    assert text.endswith("<p>Pairs saved to <code>/runs/pairs/b.npz</code>.</p>") and "Acc* = 0.750" in text
+
+
+def a_training_view(trained: bool) -> TrainingView:
+    """A training of 40 steps read at steps 10 and 20, finished (with readings and a probe) or not."""
+    evaluation = SimpleNamespace(pairs=40, heldout_accuracy=0.71, heldout_se=0.02, acc_star=0.8, gold_order_accuracy=0.9,
+                                 spearman=0.6)
+    model = SimpleNamespace(evaluation=evaluation, normalizer=SimpleNamespace(mu=0.1, sigma=1.3)) if trained else None
+    probe = ({"reply": "one word", "text": " superb", "g": 1.0, "r_phi": 0.4, "unknown_tokens": 0},
+             {"reply": "repeated", "text": " superb superb", "g": -7.0, "r_phi": 2.5, "unknown_tokens": 1})
+    return TrainingView(None, SimpleNamespace(steps=40), {"step": [10, 20], "loss": [0.69, 0.6], "accuracy": [0.55, 0.65]},
+                        0.8, 0.5, model, probe if trained else ())
+
+
+def test_the_training_display_draws_a_view_and_a_clear_sends_nothing_when_nothing_is_shown():
+    display, doc, changed = TrainingDisplay(40, lambda: None), Document(), []
+    for source in (display.curve, display.ceiling, display.probe):
+        doc.add_root(source)
+    doc.on_change(lambda event: changed.append(getattr(event, "attr", None)))
+    display.clear()
+    assert changed == []  # nothing shown yet: a dragged control's steps send nothing
+    display.show(a_training_view(trained=False))
+    assert list(display.curve.data["accuracy"]) == [0.55, 0.65]
+    assert display.ceiling.data == {"step": [0, 40], "acc_star": [0.8, 0.8]}  # Acc* across the whole training
+    assert not display.metrics.pane.visible and display.save_button.disabled and list(display.probe.data["reply"]) == []
+    display.show(a_training_view(trained=True))
+    assert display.metrics.values() == {"accuracy": 0.71, "se": 0.02, "acc_star": 0.8, "gold_order": 0.9, "spearman": 0.6}
+    assert set(display.metrics.values()) == set(READINGS) and display.metrics.pane.visible and not display.save_button.disabled
+    assert display.probe.data == {"reply": ["one word", "repeated"], "text": [" superb", " superb superb"], "g": [1.0, -7.0],
+                                  "r_phi": [0.4, 2.5], "unknown_tokens": [0, 1]}
+    assert "<strong>0.710 ± 0.020</strong>" in display.text.object
+    changed.clear()
+    display.clear()
+    assert changed == ["data"] * 3 and not display.metrics.pane.visible and display.save_button.disabled
+    assert all(len(source.data[column]) == 0 for source in (display.curve, display.ceiling, display.probe) for column in source.data)
+    assert list(display.probe.data) == list(PROBE_COLUMNS)

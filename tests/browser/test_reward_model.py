@@ -29,7 +29,7 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
     # default 30 s once (2026-12-05), so the wait for it is longer.
     expect(page.locator(".fl-pairs-summary").first).to_be_visible(timeout=PAIRS_SECONDS * 1000)
     assert "60 pairs sampled from the embedded model" in shown_text(page.locator(".fl-pairs-summary").first)
-    open_tab(page, "2. Train the reward model")  # the model trains whichever part is open; its readings are here
+    open_tab(page, "Training the reward model")  # the model trains whichever part is open; its readings are here
     summary = page.locator(".fl-train-summary").first
     expect(summary).to_contain_text("held-out pairs", timeout=120_000)
     assert f"the ceiling Acc* = {acc_star:.3f}" in shown_text(summary)
@@ -37,7 +37,7 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
     page.wait_for_timeout(300)  # let the plots finish drawing before the picture
     save_screenshot(page, "reward_model")
 
-    open_tab(page, "1. Preference pairs")
+    open_tab(page, "Preference pairs")
     handle = slider_handle(page, "Pairs shown from")
     handle.focus()
     for _ in range(3):
@@ -54,16 +54,16 @@ def test_shared_link_restores_state(open_page, console_errors, shown_text, slide
     expect(page.locator(".fl-pair").first).to_contain_text("Pair 5.", timeout=60_000)
     assert "labelled at τ_label = 1.00" in shown_text(page.locator(".fl-pairs-summary").first)
     assert slider_value(page, "Label temperature") == "1"
-    open_tab(page, "2. Train the reward model")
+    open_tab(page, "Training the reward model")
     assert slider_value(page, "Embedding for tokens") == "3"
     assert console_errors == []
 
 
 def test_a_link_opens_its_section(open_page, console_errors, slider_value):
     page = open_page("reward-model", QUERY + "&section=sweep")
-    expect(page.locator(".bk-tab.bk-active")).to_have_text("3. Noisier raters (the stretch)", timeout=60_000)
+    expect(page.locator(".bk-tab.bk-active")).to_have_text("Noisier raters (the stretch)", timeout=60_000)
     expect(page.get_by_text("Accuracy and Acc* as the raters get noisier")).to_be_visible()
-    open_tab(page, "2. Train the reward model")
+    open_tab(page, "Training the reward model")
     page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'training'")
     assert slider_value(page, "Training steps") == "20"
     assert console_errors == []

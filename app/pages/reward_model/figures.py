@@ -1,16 +1,49 @@
 """The reward-models page's figures and tables: equation 12 in the pairs, the training curves, the probe, the sweep.
 
-Each function draws from ColumnDataSources the page fills; the page replaces their data and
-never rebuilds a figure. The training figures take their x ranges from the page, which sets
-them to the number of training steps before each training starts.
+Each figure draws from ColumnDataSources whose data is replaced in place: no figure is rebuilt.
+The functions at the top turn the pairs and the training's views into those sources' columns
+(numpy in, dicts out). `PairsDisplay` holds everything the page draws of the pairs it shows, and
+`TrainingDisplay` everything it draws of the reward model's training: their sources, panes and
+figures; the page hands them its data and they draw it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import numpy as np
+import panel as pn
 from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Range1d, Span, StringEditor, StringFormatter, TableColumn
 
+from app.pages.reward_model.preference_html import pair_html, pairs_summary, training_summary
+from app.pages.reward_model.text import PROBE_TITLE, READINGS, TRAINING_TEXT, WAITING_TEXT, readings
+from engines.bradley_terry import bt_prob, oracle_accuracy
+from widgets.downloads import plot_with_downloads
+from widgets.headings import section_heading
+from widgets.metrics import MetricRow
 from widgets.style import OKABE_ITO, plot
+
+GAP_AXIS = np.linspace(-6.0, 6.0, 121)
+"""Gold-score gaps g_a - g_b drawn on the equation-12 plot."""
+TABLE_COLUMNS = ("index", "prompt", "text_a", "g_a", "text_b", "g_b", "preferred", "p_a")
+"""The pairs table's columns (pairs_page)."""
+PROBE_COLUMNS = ("reply", "text", "g", "r_phi", "unknown_tokens")
+"""The probe table's columns: the keys of engines.lm.reward_model.probe_rows' rows."""
+CURVE_COLUMNS = ("step", "loss", "accuracy")
+"""The live training curves' columns (app.jobs.model_jobs.TrainingView.curve)."""
+CEILING_COLUMNS = ("step", "acc_star")
+"""The ceiling line's columns (ceiling_line)."""
+
+
+def empty(columns) -> dict:
+    """A source's columns with no rows: what a plot or table shows before its data comes (or after it is stale)."""
+    return {column: [] for column in columns}
+
+
+def probability_curve(tau_label: float) -> dict:
+    """Equation 12 at `tau_label`: P(y_a preferred) at each gold-score gap of GAP_AXIS."""
+    return {"gap": GAP_AXIS, "p": bt_prob(GAP_AXIS, 0.0, tau_label)}
 
 
 def label_frequencies(pairs) -> dict:
@@ -22,13 +55,27 @@ def label_frequencies(pairs) -> dict:
     return {"gap": values, "frequency": preferred / counts, "pairs": counts}
 
 
-def pairs_rows(pairs, rows: np.ndarray, p_a: np.ndarray) -> dict:
-    """The table's columns for `rows` of `pairs` (engines.lm.preferences.PreferencePairs): the prompt, both
-    continuations with their gold scores, the label, and `p_a`, each pair's P(a ≻ b) by equation 12."""
+def pairs_page(pairs, start: int, rows: int) -> dict:
+    """The table's columns for `rows` pairs of `pairs` (engines.lm.preferences.PreferencePairs) from `start` (at most
+    the last pair): the prompt, both continuations with their gold scores, the label, and each pair's P(a ≻ b) by
+    equation 12, to three places."""
+    start = min(start, len(pairs) - 1)
+    shown = np.arange(start, min(start + rows, len(pairs)))  # (rows,) at most
     return {
-        "index": rows, "prompt": pairs.prompt[rows], "text_a": pairs.text_a[rows], "g_a": pairs.g_a[rows],
-        "text_b": pairs.text_b[rows], "g_b": pairs.g_b[rows], "preferred": np.where(pairs.label[rows], "a", "b"), "p_a": p_a,
+        "index": shown, "prompt": pairs.prompt[shown], "text_a": pairs.text_a[shown], "g_a": pairs.g_a[shown],
+        "text_b": pairs.text_b[shown], "g_b": pairs.g_b[shown], "preferred": np.where(pairs.label[shown], "a", "b"),
+        "p_a": np.round(bt_prob(pairs.g_a[shown], pairs.g_b[shown], pairs.tau_label), 3),
     }
+
+
+def ceiling_line(steps: int, acc_star: float) -> dict:
+    """The ceiling Acc* (equation 13) as a flat line over a training of `steps` optimiser steps."""
+    return {"step": [0, steps], "acc_star": [acc_star, acc_star]}
+
+
+def probe_columns(rows) -> dict:
+    """The probe table's columns from the probe's rows (dicts by PROBE_COLUMNS, engines.lm.reward_model.probe_rows)."""
+    return {column: [row[column] for row in rows] for column in PROBE_COLUMNS}
 
 
 def chance_line(fig, location: float) -> None:
@@ -101,3 +148,98 @@ def probe_table(probe: ColumnDataSource) -> DataTable:
         ("reply", "hand-written reply", 180), ("text", "text", 420), ("g", "gold g", 60, NumberFormatter(format="+0")),
         ("r_phi", "r_φ (normalised)", 110, NumberFormatter(format="+0.00")), ("unknown_tokens", "unknown tokens", 100),
     ], height=260)
+
+
+class PairsDisplay:
+    """The pairs as the page shows them: the sentence about the set, one pair in full, a page of them in the table,
+    and equation 12's curve at the page's τ_label with the share labelled a at each gold gap of the set."""
+
+    def __init__(self, tau_label: float, rows: int):
+        self.rows = rows
+        self.table = ColumnDataSource(empty(TABLE_COLUMNS), name="pairs")
+        self.freq = ColumnDataSource(empty(("gap", "frequency", "pairs")), name="label_frequency")
+        self.prob = ColumnDataSource(probability_curve(tau_label), name="probability")
+        self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.05em"})
+        self.pair = pn.pane.HTML(sizing_mode="stretch_width")
+
+    def show(self, pairs, source: str, start: int) -> None:
+        """Show `pairs` (engines.lm.preferences.PreferencePairs, from `source`), the table from pair `start`."""
+        self.freq.data = label_frequencies(pairs)
+        self.summarise(pairs, source)
+        self.show_page(pairs, start)
+
+    def summarise(self, pairs, source: str, saved: Path | None = None) -> None:
+        """The sentence about `pairs`, with the ceiling Acc* on all of them (equation 13), and where they were `saved`."""
+        self.summary.object = pairs_summary(pairs, source, float(oracle_accuracy(pairs.g_a, pairs.g_b, pairs.tau_label)), saved)
+
+    def show_page(self, pairs, start: int) -> None:
+        """The table's page from pair `start` (at most the last), and that pair in full."""
+        start = min(start, len(pairs) - 1)
+        self.table.data = pairs_page(pairs, start, self.rows)
+        self.pair.object = pair_html(pairs, start, float(bt_prob(pairs.g_a[start], pairs.g_b[start], pairs.tau_label)))
+
+    def figure_view(self) -> pn.Column:
+        return plot_with_downloads(pairs_figure(self.prob, self.freq), {"label_frequency": self.freq, "probability": self.prob},
+                                   "Equation 12 in the pairs")
+
+    def table_view(self) -> pn.Column:
+        return plot_with_downloads(pairs_table(self.table), {"pairs": self.table})
+
+
+class TrainingDisplay:
+    """The reward model's training as the page shows it: the live loss and held-out accuracy under the ceiling Acc*,
+    then, once trained, its readings, the sentence about them, the probe and the button that saves it.
+
+    The figures' step axes are set to a training's length as it starts (`starting`), so that its curve
+    grows across a fixed axis. `clear` takes away what a model no longer matching the pairs or the
+    settings showed, and sends nothing when nothing was shown: a dragged control's later steps cost no message.
+    """
+
+    def __init__(self, steps: int, on_save: Callable[[], None]):
+        self.curve = ColumnDataSource(empty(CURVE_COLUMNS), name="training")
+        self.ceiling = ColumnDataSource(empty(CEILING_COLUMNS), name="ceiling")
+        self.probe = ColumnDataSource(empty(PROBE_COLUMNS), name="probe")
+        self.loss_steps, self.accuracy_steps = Range1d(0, steps), Range1d(0, steps)
+        self.text = pn.pane.HTML(WAITING_TEXT, sizing_mode="stretch_width", styles={"font-size": "1.05em"})
+        self.metrics = MetricRow(READINGS)
+        self.metrics.pane.visible = False
+        self.save_button = pn.widgets.Button(label="Save reward model", color="primary", width=170, disabled=True)
+        self.save_button.on_click(lambda _event: on_save())
+        self.saved = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+
+    def starting(self, steps: int) -> None:
+        """A training of `steps` optimiser steps starts."""
+        self.text.object = TRAINING_TEXT
+        self.loss_steps.end = self.accuracy_steps.end = steps
+
+    def clear(self) -> None:
+        """Take away what the training showed (nothing is sent when it showed nothing)."""
+        if not (len(self.curve.data["step"]) or len(self.ceiling.data["step"]) or self.metrics.pane.visible):
+            return
+        self.curve.data, self.ceiling.data, self.probe.data = empty(CURVE_COLUMNS), empty(CEILING_COLUMNS), empty(PROBE_COLUMNS)
+        self.metrics.pane.visible = False
+        self.save_button.disabled = True
+
+    def show(self, view) -> None:
+        """Draw an app.jobs.model_jobs.TrainingView: the curves so far, and the trained model once there is one."""
+        self.curve.data = view.curve
+        if not len(self.ceiling.data["step"]):  # drawn once a training: its held-out pairs' Acc* does not move
+            self.ceiling.data = ceiling_line(view.settings.steps, view.acc_star)
+        if view.trained is not None:
+            self.metrics.update(**readings(view.trained.evaluation))
+            self.metrics.pane.visible, self.save_button.disabled = True, False
+            self.text.object = training_summary(view.trained)
+            self.probe.data = probe_columns(view.probe)
+
+    def curves_view(self) -> pn.Row:
+        return pn.Row(
+            plot_with_downloads(loss_figure(self.curve, self.loss_steps), {"training": self.curve}, "Training loss"),
+            plot_with_downloads(accuracy_figure(self.curve, self.ceiling, self.accuracy_steps),
+                                {"training": self.curve, "ceiling": self.ceiling}, "Held-out accuracy under the ceiling Acc*"),
+            sizing_mode="stretch_width",
+        )
+
+    def readings_view(self) -> list:
+        """What is read of the trained model, in the order shown under the curves."""
+        return [self.text, self.metrics, section_heading(PROBE_TITLE), plot_with_downloads(probe_table(self.probe), {"probe": self.probe}),
+                pn.Row(self.save_button), self.saved]

@@ -3,30 +3,63 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import panel as pn
 
+import app.jobs.runs as runs
+from widgets.url_state import notice_alert
+
 
 class PairsFiles(pn.viewable.Viewer):
-    """The files `listing()` names (file name -> path), a Load button and a Save button, off until there are pairs to save.
+    """The files of `root`'s pairs folder (app.jobs.runs.pairs_files), a Load button and a Save button, off until there
+    are pairs to save; a file that cannot be loaded is one sentence in `error` (an alert the page places) and nothing else.
 
-    `on_load(path)` and `on_save()` are the page's; it calls `refresh` when a file may have been added.
+    `on_load(pairs, path)` takes the pairs of a file read; `current()` gives the pairs to save, and `on_saved(path)`
+    is told where they went. The page calls `refresh` when a file may have been added.
     """
 
-    def __init__(self, listing: Callable[[], dict[str, str]], on_load: Callable[[str], None], on_save: Callable[[], None], **params):
+    def __init__(self, root: Path, on_load: Callable[[object, str], None], current: Callable[[], object],
+                 on_saved: Callable[[Path], None], **params):
         super().__init__(**params)
-        self.listing = listing
+        self.root, self.on_load, self.current, self.on_saved = root, on_load, current, on_saved
+        self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.files = pn.widgets.Select(label="Pairs files in the runs folder", options={}, width=360)
         self.load_button = pn.widgets.Button(label="Load pairs", color="light", width=110, align="end")
-        self.load_button.on_click(lambda _event: on_load(self.files.value))
+        self.load_button.on_click(lambda _event: self.load(self.files.value))
         self.save_button = pn.widgets.Button(label="Save pairs", color="light", width=110, align="end", disabled=True)
-        self.save_button.on_click(lambda _event: on_save())
+        self.save_button.on_click(lambda _event: self.save())
         self.refresh()
 
     def refresh(self) -> None:
         """Read the list again; Load is off while it is empty."""
-        self.files.options = self.listing()
+        self.files.options = runs.pairs_files(self.root)
         self.load_button.disabled = not self.files.options
+
+    def load(self, path: str | None) -> None:
+        """Read the listed file at `path` and hand its pairs on; a file not listed or not readable is one sentence."""
+        if not path:
+            return
+        try:
+            pairs = runs.read_listed_pairs(self.root, path)
+        except ValueError as error:
+            self.tell(str(error))
+            return
+        self.on_load(pairs, path)
+
+    def save(self) -> Path | None:
+        """Write the pairs shown to the pairs folder (the file `feedback-lab train-reward --pairs` reads)."""
+        pairs = self.current()
+        if pairs is None:
+            return None
+        path = runs.write_pairs(self.root, pairs)
+        self.refresh()
+        self.on_saved(path)
+        return path
+
+    def tell(self, message: str) -> None:
+        """Show `message` in the error alert; an empty one hides it."""
+        notice_alert([message] if message else [], self.error)
 
     def __panel__(self):
         return pn.Row(self.files, self.load_button, self.save_button)

@@ -7,15 +7,18 @@ The functions read engines.lm.preferences.PreferencePairs and engines.lm.reward_
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 
-def pairs_summary(pairs, source: str, acc_star: float) -> str:
-    """The sentence about the data set: where it came from, ties, and the ceiling Acc* on all of it."""
+def pairs_summary(pairs, source: str, acc_star: float, saved: Path | None = None) -> str:
+    """The sentence about the data set: where it came from (`source`, which may quote a file's name), ties, and the
+    ceiling Acc* on all of it; and, once these pairs are `saved`, where to."""
     ties = float((pairs.g_a == pairs.g_b).mean())
     return (
-        f'<p class="fl-pairs-summary">{len(pairs)} pairs {source}, labelled at τ_label = {pairs.tau_label:.2f} (label seed {pairs.seed}): '
-        f"equal gold scores in {100 * ties:.0f}% of pairs, y_a preferred in {100 * pairs.label.mean():.0f}%; "
+        f'<p class="fl-pairs-summary">{len(pairs)} pairs {html.escape(source)}, labelled at τ_label = {pairs.tau_label:.2f} '
+        f"(label seed {pairs.seed}): equal gold scores in {100 * ties:.0f}% of pairs, y_a preferred in {100 * pairs.label.mean():.0f}%; "
         f"on all of them <strong>Acc* = {acc_star:.3f}</strong>.</p>"
+        + ("" if saved is None else f"<p>Pairs saved to <code>{html.escape(str(saved))}</code>.</p>")
     )
 
 

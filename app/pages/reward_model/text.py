@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engines.bradley_terry import bt_loss_np
-from engines.lm.settings import REWARD_PREFIX
+from engines.lm.settings import EMBEDDED, REWARD_PREFIX
 
 WHY = (
     "The policy-gradient pages took a reward as given. For what only people can judge, the reward is learned "
@@ -80,6 +80,22 @@ READINGS = {
     "spearman": ("Spearman with g", "{value:.3f}"),
 }
 """The trained reward model's readings on the held-out pairs: (label, format) by name."""
+
+
+def readings(evaluation) -> dict[str, float]:
+    """READINGS' numbers from a trained reward model's evaluation (engines.lm.reward_model), by the same names."""
+    return {"accuracy": evaluation.heldout_accuracy, "se": evaluation.heldout_se, "acc_star": evaluation.acc_star,
+            "gold_order": evaluation.gold_order_accuracy, "spearman": evaluation.spearman}
+
+
+def sampled_source(seed: int) -> str:
+    """Where pairs sampled with `seed` came from, as the pairs' sentence (preference_html.pairs_summary) tells it."""
+    return f"sampled from the {EMBEDDED} model (seed {seed})"
+
+
+def file_source(path: Path | str, model: str) -> str:
+    """Where pairs loaded from the file at `path` came from; `model` is the one the file says wrote it."""
+    return f"from {Path(path).name} (written by the {model or 'unnamed'} model)"
 
 
 def sweep_intro(taus: tuple[float, ...]) -> str:
