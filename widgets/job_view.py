@@ -81,6 +81,7 @@ class JobView(pn.viewable.Viewer):
         self.run.start(steps)
 
     def stop(self) -> None:
+        self.delayed_start.cancel("start")
         self.run.stop()
         self.controls.running = False
 
@@ -92,10 +93,16 @@ class JobView(pn.viewable.Viewer):
     def restart_soon(self) -> None:
         """Stop the job under way now, and start afresh (`on_start`) once its controls have been still for
         RESTART_DELAY_MS: a dragged slider's updates then do not share the CPU with runs that its next step
-        would replace anyway, and the drag starts one run, not twenty."""
-        self.stop()
+        would replace anyway, and the drag starts one run, not twenty. A running job's buttons stay as they are
+        while it waits (Stop cancels the restart), so a drag does not flick them off and on."""
+        self.run.cancel()
         self.controls.progress = 0.0
-        self.delayed_start.soon("start", self.on_start)
+        self.delayed_start.soon("start", self._restart)
+
+    def _restart(self) -> None:
+        self.on_start()
+        if not self.run.running:  # the page refused the controls' settings and said why: nothing runs
+            self.controls.running = False
 
     def done(self, finished: bool) -> None:
         """The job ended (`finished`: it ran to its end), or a result was shown without one."""

@@ -92,6 +92,11 @@ class StreamingRun:
     def stop(self) -> None:
         self._stop.set()
 
+    def cancel(self) -> None:
+        """Stop the job under way and drop what it has yet to deliver, its end included: a new start follows."""
+        self._stop.set()
+        self._token += 1
+
     def join(self, timeout: float | None = None) -> None:
         """Wait for every job this run started, the current and the replaced ones, for at most `timeout` seconds in all."""
         deadline = None if timeout is None else time.monotonic() + timeout
