@@ -1,7 +1,10 @@
 """The token-world page in Chromium: the seed's world, sliders with the keyboard, a shared link, streamed training."""
 
+import io
 import re
 
+import numpy as np
+from PIL import Image
 from playwright.sync_api import expect
 
 from app.pages.token_world import TokenWorldPage
@@ -9,6 +12,7 @@ from app.pages.token_world.text import summary_text
 from engines.token_world import TokenWorldSettings, gae_decomposition_exact, token_values
 from engines.token_world_training import train_token_world
 from app.pages.token_world.figures import critic_columns
+from tests.servers import wait_until
 
 
 def expected_sentence(T=6, threshold=4, p_a=0.6, lam=0.95, critic_noise=0.15, gamma=1.0, seed=0):
@@ -17,6 +21,12 @@ def expected_sentence(T=6, threshold=4, p_a=0.6, lam=0.95, critic_noise=0.15, ga
     at = gae_decomposition_exact(settings)
     text = summary_text(T, threshold, p_a, lam, critic_noise, token_values(T, threshold, p_a, gamma), at, critic_columns(at.critic_noises, critic_noise))
     return re.sub(r"</?strong>", "", text)
+
+
+def inked_share(element) -> float:
+    """The share of an element's pixels that are not (near) white, from a screenshot of it."""
+    grey = np.asarray(Image.open(io.BytesIO(element.screenshot())).convert("L"))
+    return float((grey < 200).mean())
 
 
 def query_value(page, name):
@@ -35,7 +45,16 @@ def test_page_loads_with_the_seed_numbers(open_page, console_errors, shown_text,
     page.locator(".bk-tab", has_text="GAE: bias² and variance against λ").click()
     expect(page.locator(".bk-Canvas")).to_have_count(4)  # the heat map (its tab now hidden) and the three λ panels
     page.wait_for_function("() => new URLSearchParams(location.search).get('section') === 'lambda'")
-    page.wait_for_timeout(400)  # let the plots finish drawing before the picture
+    canvases = page.locator(".bk-Canvas")
+
+    def panels_laid_out() -> bool:  # the three λ panels take their height only after the tab's layout settles
+        boxes = [canvases.nth(i).bounding_box() for i in range(4)]
+        return sum(box is not None and box["height"] > 100 for box in boxes) >= 3
+
+    wait_until(panels_laid_out, 20, "the three λ panels laid out")
+    # Drawn, not only laid out: each panel's lines, axes and grid ink well over 2% of its pixels, where an undrawn
+    # one (a tab's gridplot, bokeh/bokeh#13384) inks only two stray labels.
+    wait_until(lambda: all(inked_share(canvases.nth(i)) > 0.02 for i in range(1, 4)), 20, "the three λ panels drawn")
     save_screenshot(page, "token_world")
     assert console_errors == []
 

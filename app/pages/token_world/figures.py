@@ -8,7 +8,7 @@ the axes, titles and rules (`show_heat_axes`, `show_lambda_axes`), and never reb
 from __future__ import annotations
 
 import numpy as np
-from bokeh.layouts import gridplot
+from bokeh.layouts import row
 from bokeh.models import (
     ColorBar,
     ColumnDataSource,
@@ -118,7 +118,7 @@ def show_heat_axes(fig, T: int, p_a: float, threshold: int) -> None:
 
 
 def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: ColumnDataSource):
-    """The seed's three panels side by side, one toolbar (its save tool saves all three), one y axis.
+    """The seed's three panels side by side, one y axis shared.
 
     Each panel draws one critic's bias², variance and total error against λ (exact lines, Monte
     Carlo circles, diamonds at the chosen λ, whose dashed rule `show_lambda_axes` moves).
@@ -144,7 +144,9 @@ def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: Column
             fig.add_layout(Legend(items=items, location="top_left"))
         figs.append(fig)
     figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
-    return gridplot([figs], sizing_mode="stretch_width", merge_tools=True, toolbar_location="right"), figs, rules
+    # A row, not a gridplot: a gridplot added to a tab after the page was drawn stays blank (bokeh/bokeh#13384),
+    # and this section is built when its tab is first opened (widgets/sections.py).
+    return row(figs, sizing_mode="stretch_width"), figs, rules
 
 
 def show_lambda_axes(panels: list, rules: list, noise: float, lam: float) -> None:
