@@ -12,7 +12,9 @@ thread from the change to the PATCH-DOC message for the browser serialised as JS
 callbacks, its engine calls and Bokeh's patch. Work a move hands to a worker thread (a training
 run restarted) is not counted. The first move of each slider is printed apart (what a learner's
 first move costs; warm-up a page may do at build time shows here), then the median and p95 of
-the rest. The live-run and reward-model pages are left out, as in bench_page_build.
+the rest. A page without a slider (the index, the lab, the live run, the room) gives no line. With no browser
+session a job's restart after a move (widgets.job_view.JobView.restart_soon) comes at once instead of after 300 ms
+of quiet, so each move here also starts the job it restarts, on a thread or on the Dask cluster, not counted.
 """
 
 from __future__ import annotations
