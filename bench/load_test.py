@@ -13,7 +13,7 @@ closes, the server stops, and the figures are printed: interactions answered, la
 p95 and max per page and overall, errors, the run's steps during the test, and the server's
 resident memory.
 
-With `--room` the server's room is in use too: the teacher's room view (app/pages/room.py) is open
+With `--room` the server's room is in use too: the teacher's room view (app/pages/room/) is open
 for the whole test, and each learner's browser has the guided prompts on and counts in the room,
 and answers every prediction card it meets (a random choice) before it moves the sliders behind
 them. The report then adds whether the room view's tally equals the answers of the learners

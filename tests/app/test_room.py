@@ -18,7 +18,7 @@ from app.pages import room as room_page
 from app.pages.bandit import BASELINE_EFFECT, WHICH_ARM
 from app.serving.room import REFUSED, Counts, LocalBoard, Pace, Room, SchedulerBoard, TeacherToken, pace_for, read_pace
 from tests.servers import page_token, pull_document, serving_in_process, wait_until
-from widgets.class_runs import ClassRunsPlot, RunLine
+from app.pages.room.class_runs import ClassRunsPlot, RunLine
 from widgets.predict import Guide, PredictionCard
 
 TOKEN = "a-teachers-token-for-the-tests"
