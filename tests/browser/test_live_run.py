@@ -103,7 +103,7 @@ def test_a_saved_reward_model_is_picked_and_its_gold_score_drawn(open_page, cons
         return {visible: line.visible, dash: line.glyph.line_dash, ys: Array.from(line.data_source.data.gold)};
     }""")
     assert gold["visible"] and len(gold["ys"]) == 3 and all(math.isfinite(y) for y in gold["ys"]), gold
-    open_tab(page, "More curves")  # the reward over the KL, drawn from what the run has sent already
+    open_tab(page, "KL, entropy, distinct-n")  # the reward over the KL, drawn from what the run has sent already
     page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('gold_over_kl') !== null")
     over_kl = page.evaluate("() => Array.from(Bokeh.documents[0].get_model_by_name('gold_over_kl').data_source.data.gold)")
     assert len(over_kl) == 2 and all(math.isfinite(y) for y in over_kl)  # the evaluations at steps 0 and 3

@@ -75,7 +75,7 @@ RUN_NAME_PATTERN = r"^[A-Za-z0-9._-]{0,200}$"
 """A run's folder name, as a link may carry it: nothing that could leave the runs folder."""
 SECTIONS = {
     "samples": "The newest replies",
-    "curves": "More curves",
+    "curves": "KL, entropy, distinct-n",
     "evaluation": "Held-out evaluation and worked example",
     "runs": "The room's runs",
 }
