@@ -20,7 +20,7 @@ from app.pages.bandit.figures import (
 )
 from app.pages.bandit.text import (
     ARM_CHOICES, ARM_EXPLANATION, ARM_QUESTION, EQUATION, ESTIMATE_HEADING, INTRO, METRICS, NOTICE,
-    POLICY_CHOICES, POLICY_HEADING, PREDICT, PREDICT_CHOICES, PREDICT_EXPLANATION, SECTION_TITLES, WHY, summary_text,
+    POLICY_CHOICES, POLICY_HEADING, PREDICT, PREDICT_CHOICES, PREDICT_EXPLANATION, SECTIONS, WHY, summary_text,
 )
 from app.pages.bandit.training import BanditTraining
 from app.serving.results_cache import RESULTS
@@ -89,7 +89,7 @@ class BanditPage(pn.viewable.Viewer):
     steps = TRAINING.integer("steps", "Training steps", bounds=(10, 2000), step=10)
     lr = TRAINING.number("lr", "Learning rate lr", bounds=(0.005, 0.5), step=0.005)
     train_seed = TRAINING.integer("seed", "Seed (training)", bounds=(0, 999_999))
-    section = param.Selector(default="estimates", objects=list(SECTION_TITLES), label="Section shown")
+    section = param.Selector(default="estimates", objects=list(SECTIONS), label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
@@ -112,7 +112,7 @@ class BanditPage(pn.viewable.Viewer):
         self.training = BanditTraining(self.training_settings, self.param.train_seed)
         self._started = False
         builders = {"estimates": self._estimates_section, "histogram": self._histogram_section, "training": self._training_section}
-        self.sections = LazySections(self.param.section, {key: (SECTION_TITLES[key], build) for key, build in builders.items()},
+        self.sections = LazySections(self.param.section, {key: (SECTIONS[key], build) for key, build in builders.items()},
                                      on_open=self._opened)
         self.notice = sync_url(self, query=query)
         self.param.watch(self._changed, list(ANALYTIC | {"b", "arm", *TRAINING.names}))

@@ -115,7 +115,7 @@ POLICY_HEADING = "The bandit and the policy"
 POLICY_CHOICES = {"uniform, θ = 0": 0, **{f"prefers arm {k}": k for k in range(1, len(MEANS) + 1)}}
 """The policy control's buttons: the uniform policy, or one arm k preferred (theta_k = the logit)."""
 ESTIMATE_HEADING = "The estimate"
-SECTION_TITLES = {
+SECTIONS = {
     "estimates": "Gradient and variance",
     "histogram": "One coordinate's estimates",
     "training": "Training with and without a baseline",

@@ -27,7 +27,7 @@ from app.jobs.model_jobs import generate_pairs, pairs_key, told, train_reward_mo
 from app.pages.reward_model.figures import PairsDisplay, TrainingDisplay, probability_curve
 from app.pages.reward_model.pairs_files import PairsFiles
 from app.pages.reward_model.sweep import TauSweep
-from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, TRAINING_INTRO, WHY, check_yourself_text,
+from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, SECTIONS, TRAINING_INTRO, WHY, check_yourself_text,
                                          file_source, sampled_source, saved_model_text)
 from engines.lm.preferences import PairSettings, PreferencePairs, relabel
 from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel
@@ -67,7 +67,7 @@ class RewardModelPage(pn.viewable.Viewer):
     steps = TRAINER.integer("steps", "Training steps", bounds=(20, 2000), step=10)
     min_count = TRAINER.integer("min_count", "Embedding for tokens seen at least (times)", bounds=(1, 10))
     train_seed = TRAINER.integer("seed", "Seed (training)", bounds=(0, 999_999))
-    section = param.Selector(default="pairs", objects=["pairs", "training", "sweep"], label="Section shown")
+    section = param.Selector(default="pairs", objects=list(SECTIONS), label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, root: Path | str | None = None,
                  cluster: Cluster | None = None, models: ModelCache | None = None, **params):
@@ -96,11 +96,8 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)
         self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.cluster)
-        self.sections = LazySections(self.param.section, {
-            "pairs": ("Preference pairs", self._pairs_section),
-            "training": ("Training the reward model", self._training_section),
-            "sweep": ("Noisier raters (the stretch)", lambda: self.sweep),
-        })
+        builders = {"pairs": self._pairs_section, "training": self._training_section, "sweep": lambda: self.sweep}
+        self.sections = LazySections(self.param.section, {key: (SECTIONS[key], build) for key, build in builders.items()})
         self.param.watch(self._changed, [*PAIRS.names, "pair", *TRAINER.names])  # after the link's: the first start is onload's
         pn.state.onload(self.start_pairs)
 

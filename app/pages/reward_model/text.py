@@ -110,3 +110,10 @@ def saved_model_text(path: Path) -> str:
         f"Saved to `{path}`. On the live-run page choose the reward `{REWARD_PREFIX}{path}` (with the feeling "
         f"prompts it was trained on), or run `feedback-lab train-lm --reward {REWARD_PREFIX}{path} --prompt-set feelings`."
     )
+
+SECTIONS = {
+    "pairs": "Preference pairs",
+    "training": "Training the reward model",
+    "sweep": "Noisier raters (the stretch)",
+}
+"""The page's three parts, as tabs, by its `section` value."""

@@ -23,8 +23,8 @@ from app.pages.token_world.figures import (
 )
 from app.pages.token_world.jobs import MonteCarloCheck, TrainingComparison
 from app.pages.token_world.text import (
-    DECOMPOSITION, EPISODE_CSS, EQUATION, INTRO, LAMBDA_INTRO, NOTICE, PREDICT, PREDICT_CHOICES, PREDICT_EXPLANATION,
-    READINGS, THRESHOLD_CLAMPED, WHY, episode_note, episode_table_html, lambda_zero_text, summary_text,
+    DECOMPOSITION, EPISODE_CSS, EPISODE_HEADING, EQUATION, INTRO, LAMBDA_HEADING, LAMBDA_INTRO, NOTICE, PREDICT,
+    PREDICT_CHOICES, PREDICT_EXPLANATION, READINGS, SECTIONS, THRESHOLD_CLAMPED, WHY, episode_note, episode_table_html, lambda_zero_text, summary_text,
 )
 from app.serving import limits
 from app.serving.results_cache import RESULTS
@@ -87,7 +87,7 @@ class TokenWorldPage(pn.viewable.Viewer):
     seeds = TRAINING.integer("seeds", "Training seeds", bounds=(1, 200))
     steps = TRAINING.integer("steps", "Updates per run", bounds=(10, 300), step=10)
     train_seed = TRAINING.integer("seed", "Training seed", bounds=(0, 999_999))
-    section = param.Selector(default="values", objects=["values", "episode", "lambda", "training"], label="Section shown")
+    section = param.Selector(default="values", objects=list(SECTIONS), label="Section shown")
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
@@ -103,12 +103,9 @@ class TokenWorldPage(pn.viewable.Viewer):
         compute_seconds = limits.current().compute_seconds
         self.mc = MonteCarloCheck(lambda: self.world_settings(MC_LAMBDAS), lambda: self.critic_noise, compute_seconds)
         self.training = TrainingComparison(self.training_settings, self.param.train_seed, compute_seconds)
-        self.sections = LazySections(self.param.section, {
-            "values": ("Exact values V(t, k)", self._values_section),
-            "episode": ("One episode", self._episode_section),
-            "lambda": ("GAE: bias² and variance against λ", self._lambda_section),
-            "training": ("Training against GAE critics", self._training_section),
-        })
+        builders = {"values": self._values_section, "episode": self._episode_section,
+                    "lambda": self._lambda_section, "training": self._training_section}
+        self.sections = LazySections(self.param.section, {key: (SECTIONS[key], build) for key, build in builders.items()})
         self.param.watch(self._changed, list(EPISODE | {"shift", *TRAINING.names}))
         self.notice = sync_url(self, query=query)  # a link's threshold above its T is clamped here, by _changed
         self.threshold_cap.slider.end = self.T
@@ -197,7 +194,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         new_episode = pn.widgets.Button(label="New episode", color="primary", width=120, align="end")
         new_episode.on_click(lambda _event: self.new_episode())
         return pn.Column(
-            section_heading("One episode, and what each estimator says about its tokens"),
+            section_heading(EPISODE_HEADING),
             pn.Row(labelled_buttons(self.param.reply), pn.widgets.IntInput.from_param(self.param.episode_seed, width=140), new_episode),
             self.episode_note,
             self.table,
@@ -209,7 +206,7 @@ class TokenWorldPage(pn.viewable.Viewer):
         grid, self.panels, self.lam_rules = lambda_panels(self.curves, self.mc.points, self.at_lam)
         self._show_lambda_axes()
         return self.predict_card.guard(
-            section_heading("Bias² and variance of GAE against λ, for three critics"),
+            section_heading(LAMBDA_HEADING),
             pn.pane.Markdown(LAMBDA_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             equation(DECOMPOSITION),
             plot_with_downloads(grid, {"lambda_curves": self.curves, "chosen_lambda": self.at_lam, "monte_carlo": self.mc.points}),

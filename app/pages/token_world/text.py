@@ -192,3 +192,13 @@ def training_table(result, settings: TokenWorldTrainingSettings) -> str:
             f"{'never' if not np.isfinite(median) else f'{median:g}'} | {result.sd_at_spread[i]:.3f} | {100 * result.below_half[i]:.0f}% |"
         )
     return "\n".join(rows)
+
+SECTIONS = {
+    "values": "Exact values V(t, k)",
+    "episode": "One episode",
+    "lambda": "GAE: bias² and variance against λ",
+    "training": "Training against GAE critics",
+}
+"""The tabs under the summary, by the page's `section` value."""
+EPISODE_HEADING = "One episode, and what each estimator says about its tokens"
+LAMBDA_HEADING = "Bias² and variance of GAE against λ, for three critics"
