@@ -156,7 +156,7 @@ class KLPage(pn.viewable.Viewer):
 
     def close(self) -> None:
         """The tab closed: stop sampling."""
-        self.lm_job.run.stop()
+        self.lm_job.stop()
 
     def _changed(self, *events):
         # One batch per slider step; the plots' data first, the text after it.

@@ -217,7 +217,7 @@ class RewardModelPage(pn.viewable.Viewer):
         """The tab closed: stop every worker."""
         self._closed = True
         for job in (self.pairs_job, self.training_job, self.sweep.job):
-            job.run.stop()
+            job.stop()
 
     def _pairs_section(self):
         return pn.Column(

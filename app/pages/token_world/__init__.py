@@ -180,8 +180,8 @@ class TokenWorldPage(pn.viewable.Viewer):
 
     def close(self) -> None:
         """Stop the Monte Carlo check and the training (the browser tab closed)."""
-        self.mc.job.run.stop()
-        self.training.job.run.stop()
+        self.mc.job.stop()
+        self.training.job.stop()
 
     # ------------------------------------------------------------------ layout
 

@@ -154,8 +154,8 @@ class ToyTargetPage(pn.viewable.Viewer):
         self.training_job.start(lambda: train(settings, estimators, every=5))
 
     def close(self) -> None:
-        self.experiment_job.run.stop()
-        self.training_job.run.stop()
+        self.experiment_job.stop()
+        self.training_job.stop()
 
     def _apply_batches(self, batches: Batches | None) -> None:
         if batches is None:
