@@ -76,7 +76,9 @@ class JobView(pn.viewable.Viewer):
         return self.view()
 
     def start(self, steps: Callable[[], Iterator]) -> None:
-        """Show the controls running from 0 and walk `steps()`, replacing any job under way; the alert is cleared."""
+        """Show the controls running from 0 and walk `steps()`, replacing any job under way (and a restart waiting
+        for quiet: this start is it); the alert is cleared."""
+        self.delayed_start.cancel("start")
         self.controls.param.update(running=True, progress=0.0)
         self.run.start(steps)
 
