@@ -46,10 +46,9 @@ from pathlib import Path
 import numpy as np
 
 from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
-from app.jobs.model_jobs import LiveRun, LiveState, run_steps
-from app.serving.offered import Offer, is_folder, start_problem
+from app.jobs.model_jobs import LiveRun, LiveState, live_snapshots, run_steps
 from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
-from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings, is_folder
 
 LOG = logging.getLogger("feedback_lab")
 KEY_FORMAT = 1
@@ -121,9 +120,10 @@ class SharedRun:
     learner's page.
     """
 
-    def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None):
+    def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None,
+                 download_problem: Callable[[object], str] | None = None):
         self.key, self.settings = key, settings
-        self.live = LiveRun(settings, runs_dir, cluster, key=key)
+        self.live = LiveRun(settings, runs_dir, cluster, key=key, download_problem=download_problem)
         self.state = LiveState("loading", settings)
         self.ended = False
         self.stopping = False
@@ -253,16 +253,17 @@ class ClassRuns:
         self._runs: list[SharedRun] = []
 
     def watch(self, key: str | None, settings: LMSettings, device: str, runs_dir: Path, cluster: Cluster,
-              viewer) -> tuple[SharedRun, bool]:
+              viewer, download_problem: Callable[[object], str] | None = None) -> tuple[SharedRun, bool]:
         """The run `viewer` watches for `settings` on `device` (named `key`, run_key's), and whether another learner
-        started it (joined)."""
+        started it (joined); a run started here checks a download with `download_problem` (LiveRun's)."""
         runs_dir = Path(runs_dir)
         with self._lock:
             for run in self._runs:
                 if key is not None and run.key == key and run.live.runs_dir == runs_dir and run.joinable:
                     run.join(viewer)
                     return run, True
-            run = SharedRun(key, replace(settings, device=device), runs_dir, cluster, on_end=self._ended)
+            run = SharedRun(key, replace(settings, device=device), runs_dir, cluster, on_end=self._ended,
+                            download_problem=download_problem)
             self._runs.append(run)
         run.start(viewer)
         return run, False
@@ -406,25 +407,26 @@ class Watching:
     run_id: str = ""
     """The run folder's name, for a run shown from its files ('finished', 'files')."""
 
+    def snapshots(self) -> Iterator:
+        """The run's states as the jobs' snapshots, for the page's job view (app.jobs.model_jobs.live_snapshots)."""
+        return live_snapshots(self.states())
+
 
 class Learner:
     """One learner's tab among the class's runs: the run of this web process it watches, and leaving it.
 
-    It is the watcher a SharedRun counts, so that a learner is one watcher whatever the page does."""
+    It is the watcher a SharedRun counts, so that a learner is one watcher whatever the page does. The server's
+    policy comes from the page: the settings it lets start (app.serving.offered.start_problem) and its word on a
+    download (`download_problem`, LiveRun's)."""
 
-    def __init__(self, runs_dir: Path | str, cluster: Cluster):
-        self.runs_dir, self.cluster = Path(runs_dir), cluster
+    def __init__(self, runs_dir: Path | str, cluster: Cluster, download_problem: Callable[[object], str] | None = None):
+        self.runs_dir, self.cluster, self.download_problem = Path(runs_dir), cluster, download_problem
         self.run: SharedRun | None = None
         """The SharedRun watched (or left, until `ended` is told); None for a run shown from its files."""
 
-    def start(self, make_settings: Callable[[], LMSettings], offer: Offer, highest: dict[str, int],
-              at_pace: bool = False) -> tuple[Watching | None, str]:
-        """(what to show, '') for the settings `make_settings()` builds, or (None, the one sentence why no run starts:
-        the settings are refused, not offered or beyond the server's limits (start_problem), or no worker of the
-        cluster offers their device)."""
-        settings, problem = start_problem(offer, make_settings, highest)
-        if settings is None:
-            return None, problem
+    def start(self, settings: LMSettings, at_pace: bool = False) -> tuple[Watching | None, str]:
+        """(what to show, '') for `settings`, which the server allows, or (None, the one sentence why no run starts: no
+        worker of the cluster offers their device)."""
         try:
             device = self.cluster.device_for(settings.device)
         except ValueError as error:
@@ -443,7 +445,7 @@ class Learner:
         elsewhere = training_elsewhere(key, self.runs_dir, self.cluster)
         if elsewhere is not None:
             return self._follow_files(elsewhere, settings, "joined")
-        self.run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self)
+        self.run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self, self.download_problem)
         return Watching(partial(self.run.follow, self), settings, "joined" if joined else "started")
 
     def open(self, found: Run) -> Watching:

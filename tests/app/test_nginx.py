@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.servers import NGINX, free_port, loopback_config, wait_until
+from bench.servers import NGINX, free_port, loopback_config, wait_until
 
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
