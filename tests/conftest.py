@@ -40,17 +40,19 @@ class StartedAProcess(RuntimeError):
     """A test of the quick tier started a child process."""
 
 
-@pytest.fixture(autouse=True)
-def _no_process_in_the_quick_tier(request, monkeypatch):
-    if any(request.node.get_closest_marker(tier) for tier in TIERS):
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Around a quick-tier test's whole run, fixtures of every scope included, starting a process raises."""
+    if any(item.get_closest_marker(tier) for tier in TIERS):
         yield
         return
 
     def refuse(*args, **kwargs):
-        raise StartedAProcess(f"{request.node.nodeid} starts a process: mark it with one of {', '.join(TIERS)} "
+        raise StartedAProcess(f"{item.nodeid} starts a process: mark it with one of {', '.join(TIERS)} "
                               "(tests/conftest.py), so that `make check` leaves it out.")
 
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
-    monkeypatch.setattr(_posixsubprocess, "fork_exec", refuse)
-    monkeypatch.setattr(os, "fork", refuse)
-    yield
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "_execute_child", refuse)
+        patch.setattr(_posixsubprocess, "fork_exec", refuse)
+        patch.setattr(os, "fork", refuse)
+        yield

@@ -6,6 +6,7 @@ import urllib.parse
 import panel as pn
 import pytest
 
+import app.pages.reward_model.jobs as reward_model_jobs
 from app.pages import available_pages
 
 HOSTILE = (
@@ -73,7 +74,7 @@ OWN_PAGES = ("baselines", "bandit", "token_world", "toy_target", "preferences", 
 def build_page(name, monkeypatch, tmp_path):
     info = {p.name: p for p in available_pages()}[name]
     if name == "reward_model":  # no language model here: the pairs never come
-        monkeypatch.setattr(info.module, "generate_pairs", lambda settings, *_: iter(()))
+        monkeypatch.setattr(reward_model_jobs, "generate_pairs", lambda settings, *_: iter(()))
         return info.module.RewardModelPage(query={}, root=tmp_path)
     return info.module.page(query={})
 
@@ -195,7 +196,7 @@ def test_the_reward_model_page_loads_only_files_of_its_pairs_folder(monkeypatch,
     try:
         for path in ("/etc/passwd", str(outside), str(tmp_path / "pairs" / ".." / "elsewhere.npz"), "../../etc/passwd"):
             pg.pairs_files.load(path)
-            notice = pg.pairs_job.notice
+            notice = pg.sampling.job.notice
             assert notice.visible and notice.object == f"Only the pairs files listed, in {tmp_path / 'pairs'}, can be loaded."
             assert pg.data is None
     finally:

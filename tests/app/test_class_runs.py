@@ -6,8 +6,12 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from bench.class_runs import class_presses_start, settings_query
 from bench.servers import start_server, stop_server
+
+pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
 
 
 def run_class(learners: int, distinct: int) -> tuple[dict, Path]:

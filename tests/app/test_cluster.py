@@ -33,6 +33,8 @@ from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
 from bench.servers import wait_until
 
+pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker cannot import a test module by name
 
 

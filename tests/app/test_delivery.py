@@ -1,5 +1,6 @@
 """A worker thread's snapshots reach a live Bokeh server session, even while its event loop holds the document."""
 
+import pytest
 import asyncio
 import queue
 import sys
@@ -56,6 +57,7 @@ def frequent_thread_switches():
         sys.setswitchinterval(before)
 
 
+@pytest.mark.slow  # 20,000 deliveries against a loop holding the document
 def test_every_delivered_callback_runs_while_the_loop_holds_and_releases_the_document():
     ran: list[int] = []
     all_ran = threading.Event()

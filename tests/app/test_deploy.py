@@ -30,7 +30,7 @@ from bench.load_test import ROOM_GUIDE, Classroom, PageSession, keyed
 from tests.app.test_cluster import scheduler_histories
 from bench.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
 
-pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
+pytestmark = [pytest.mark.server, pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")]
 
 SERVICES = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]
 ENVIRONMENT = SERVICES["scheduler"]["environment"]

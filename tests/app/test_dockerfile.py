@@ -19,6 +19,8 @@ from tests.packaging import build_wheel, fresh_venv, install, run_env
 from bench.servers import ROOT, Server, stop_server, wait_for_health
 from bench.servers import free_port
 
+pytestmark = pytest.mark.slow  # every test here builds the wheel
+
 DOCKERFILE = ROOT / "Dockerfile"
 PORT = "5006"
 """The port the image serves on (EXPOSE, CMD and HEALTHCHECK say it; the test swaps in a free one)."""

@@ -197,6 +197,7 @@ def test_the_section_starts_from_the_engine_defaults():
     assert f"log m = {math.log(d.samples):.2f} nats" in pg.sampled.approx.object
 
 
+@pytest.mark.server
 def test_the_page_module_does_not_import_torch():
     import subprocess
     import sys
@@ -221,6 +222,7 @@ def test_runs_of_the_chosen_model_and_reward_are_drawn(runs_dir):
     assert linked.lm_source == short and linked.lm_samples == 64 and not linked.notice.visible
 
 
+@pytest.mark.server
 def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(runs_dir):
     from engines.lm.frontier import LMFrontierSettings, lm_frontier
 
@@ -261,6 +263,7 @@ def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir, cp
     assert pg.sampled.job.controls.progress == 1.0 and not pg.sampled.job.run.notice.visible and current().overview() == []
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("offered,sentence", [
     (("embedded",), "This server does not offer the model &#x27;feedback-lab-tests/no-such-model&#x27;; choose one of embedded."),
     (("embedded", "feedback-lab-tests/no-such-model"),

@@ -77,6 +77,7 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad, why):
     assert getattr(pg, bad) == LiveRunPage.param[bad].default and pg.T == 12
 
 
+@pytest.mark.server
 def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     pg = tiny_page(tmp_path, beta="0.05")
     pg.start()
@@ -144,6 +145,7 @@ def test_the_line_above_the_status_says_how_the_learner_came_to_the_run():
         "You are watching a run of the room as it trains. Pause holds your view only; Stop leaves it. " + ELSEWHERE)
 
 
+@pytest.mark.server
 def test_queue_pause_resume_stop(tmp_path):
     """A paused run keeps the device; a second tab's run waits in line and leaves it when its tab closes;
     the first run resumes, is stopped, and keeps every step it did."""
@@ -190,6 +192,7 @@ def test_queue_pause_resume_stop(tmp_path):
          "without network; use the &#x27;vader&#x27; reward."),
     ],
 )
+@pytest.mark.server
 def test_a_hub_model_or_reward_offline_gives_one_sentence_and_the_page_stays_usable(tmp_path, monkeypatch, offer, query, sentence):
     offer(models=("embedded", "feedback-lab-tests/no-such-model"), rewards=("lvwerra/distilbert-imdb",))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -283,6 +286,7 @@ def test_a_saved_reward_model_is_offered_by_file_name_and_follows_the_runs_folde
     assert not pg.display.goodhart.visible and pg.settings().prompt_set == "reviews"
 
 
+@pytest.mark.server
 def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over_kl(reward_model):
     root = reward_model.parent.parent
     pg = LiveRunPage(query=TINY, runs_dir=root)
@@ -351,6 +355,7 @@ class FakeHub:
         return str(self.folder)
 
 
+@pytest.mark.server
 def test_a_hub_model_not_on_this_machine_shows_its_size_and_a_progress_bar_then_runs(tmp_path, monkeypatch, offer):
     offer(models=("embedded", "feedback-lab-tests/tiny-gpt2"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -374,6 +379,7 @@ def test_a_hub_model_not_on_this_machine_shows_its_size_and_a_progress_bar_then_
     assert read_run(folder).finished and read_run(folder).config["settings"]["model"] == "feedback-lab-tests/tiny-gpt2"
 
 
+@pytest.mark.server
 def test_a_hub_id_the_hub_does_not_have_is_said_in_one_sentence(tmp_path, monkeypatch, offer):
     offer(models=("embedded", "feedback-lab-tests/unknown"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -409,6 +415,7 @@ def test_a_link_asking_for_more_than_the_server_allows_is_set_to_the_limit_with_
     assert (box.value, getattr(pg, name)) == (3, 3) and pg.job.notice.object == f"This server allows at most 3 {what}; the run was set to 3."
 
 
+@pytest.mark.server
 def test_defaults_above_a_limit_start_at_the_limit_and_runs_within_it_start(tmp_path, monkeypatch):
     monkeypatch.setenv("FEEDBACK_LAB_MAX_STEPS", "2")
     monkeypatch.setenv("FEEDBACK_LAB_MAX_REPLY_TOKENS", "8")
@@ -429,6 +436,7 @@ def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
     assert pg.phase == "idle" and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.server
 def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(tmp_path):
     pg = tiny_page(tmp_path)
     steps, beta = pg.inputs["steps"], pg.inputs["beta"]

@@ -9,7 +9,7 @@ import pytest
 from bench.servers import NGINX, free_port, loopback_config, wait_until
 
 
-pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
+pytestmark = [pytest.mark.server, pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")]
 
 
 def test_a_page_and_its_websocket_through_nginx(tmp_path, app_server):

@@ -258,6 +258,7 @@ def refused(pg) -> str:
     return pg.job.notice.object
 
 
+@pytest.mark.server
 def test_a_download_the_disk_has_no_room_for_is_refused_before_it_starts(monkeypatch, tmp_path, offer, empty_cache):
     hub = Hub(monkeypatch, {"owner/lm": weights(500)})
     offer(models=("embedded", "owner/lm"))
@@ -269,6 +270,7 @@ def test_a_download_the_disk_has_no_room_for_is_refused_before_it_starts(monkeyp
     assert hub.downloading == [] and not ONE_DOWNLOAD.locked()
 
 
+@pytest.mark.server
 def test_a_model_larger_than_the_memory_can_train_is_refused_before_it_downloads(monkeypatch, tmp_path, offer, empty_cache):
     hub = Hub(monkeypatch, {"owner/lm": weights(500)}, parameters={"owner/lm": 250_000_000})  # float16 files: 1 GB as float32
     offer(models=("embedded", "owner/lm"))
@@ -279,6 +281,7 @@ def test_a_model_larger_than_the_memory_can_train_is_refused_before_it_downloads
     assert hub.downloading == []
 
 
+@pytest.mark.server
 def test_the_size_bound_holds_at_download_time_too(monkeypatch, tmp_path, offer, empty_cache):
     hub = Hub(monkeypatch, {"owner/lm": weights(500)})
     offer(models=("embedded", "owner/lm"))
@@ -288,6 +291,7 @@ def test_the_size_bound_holds_at_download_time_too(monkeypatch, tmp_path, offer,
     assert hub.downloading == []
 
 
+@pytest.mark.server
 def test_a_stopped_download_stops_and_the_next_waits_for_the_one_before_it(monkeypatch, tmp_path, offer, empty_cache):
     hub = Hub(monkeypatch, {"owner/slow": weights(200), "owner/other": weights(3)}, pause=0.05)
     offer(models=("embedded", "owner/slow", "owner/other"))

@@ -19,6 +19,8 @@ from app.pages import available_pages
 from tests.packaging import build_wheel, fresh_venv, install, run_env
 from bench.servers import CHROMIUM, CHROMIUM_ARGS, ROOT, Server, free_port, stop_server, wait_for_health
 
+pytestmark = pytest.mark.slow  # every test here builds the wheel
+
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PACKAGES = [pattern.rstrip("*") for pattern in PROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
 """The top-level packages the wheel holds: app, widgets, engines, assets."""

@@ -5,6 +5,7 @@ ahead, opens pages as a browser does (the GET, whose HTML carries the session's 
 websocket and the document) and reads which sessions are waiting from the server's `READY`.
 """
 
+import pytest
 import asyncio
 import json
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ def test_the_analytic_pages_are_built_ahead_and_the_pages_with_files_or_jobs_are
     assert not {"/live-run", "/kl", "/reward-model", "/lab"} & set(READY)  # run files and jobs: built for their visitor
 
 
+@pytest.mark.server  # serves pages (in this process) and waits for them to be built ahead
 def test_a_visit_gets_the_session_built_first_and_one_is_built_in_its_place(monkeypatch):
     with serving(monkeypatch) as url:
         first, second = ready_pages.READY.waiting("/baselines")
@@ -46,6 +48,7 @@ def test_a_visit_gets_the_session_built_first_and_one_is_built_in_its_place(monk
         assert ready_pages.READY.waiting("/baselines")[0] == second
 
 
+@pytest.mark.server  # serves pages (in this process) and waits for them to be built ahead
 def test_a_link_with_a_query_has_its_page_built_for_it(monkeypatch):
     with serving(monkeypatch) as url:
         waiting = ready_pages.READY.waiting("/baselines")
@@ -55,6 +58,7 @@ def test_a_link_with_a_query_has_its_page_built_for_it(monkeypatch):
         assert "3.5" in json.dumps(document)  # the link's b, applied as it is to any page built for its link
 
 
+@pytest.mark.server  # serves pages (in this process) and waits for them to be built ahead
 def test_a_full_server_refuses_the_visitor_and_keeps_its_ready_session(monkeypatch):
     async def hold_one_then_visit(url: str) -> tuple[str, list[str], str]:
         token = page_token(url, "baselines", "")
@@ -73,6 +77,7 @@ def test_a_full_server_refuses_the_visitor_and_keeps_its_ready_session(monkeypat
         assert refused not in waiting and ready_pages.READY.waiting("/baselines") == waiting
 
 
+@pytest.mark.server  # serves pages (in this process) and waits for them to be built ahead
 def test_a_session_handed_out_whose_websocket_never_comes_is_dropped_after_the_unused_lifetime(monkeypatch):
     with serving(monkeypatch, unused_session_seconds=1) as url:
         kept = limits.SESSIONS.open(grace_s=1e9)  # those of this process's earlier servers, never closed, counted too

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import app.pages.reward_model as rm
+import app.pages.reward_model.jobs as rm_jobs
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,6 +28,8 @@ from app.jobs.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.preferences import BUNDLED_PAIRS, PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
 from engines.lm.reward_model import load_reward_model, probe_rows, tau_sweep, train_reward_model
+
+pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
 
 WORDS = ("wonderful", "superb", "boring", "awful", "the", "garden", "and", "quiet")
 """Each word is one token id (100 + its index) in the small data sets."""
@@ -56,7 +59,7 @@ def make_page(monkeypatch, tmp_path):
     """Pages on word pairs (generated 'instantly'), writing under a temporary runs folder, training on the test
     session's local cluster, sharing a cache of their own (build(..., models=ModelCache()) for a page that shares
     nothing kept)."""
-    monkeypatch.setattr(rm, "generate_pairs", lambda settings, *_: iter([word_pairs(settings.pairs, seed=settings.seed)]))
+    monkeypatch.setattr(rm_jobs, "generate_pairs", lambda settings, *_: iter([word_pairs(settings.pairs, seed=settings.seed)]))
     pages, models = [], ModelCache()
 
     def build(query=None, **shared):
@@ -68,14 +71,14 @@ def make_page(monkeypatch, tmp_path):
     yield build
     for pg in pages:
         pg.close()
-        for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep.job.run):
+        for run in (pg.sampling.job.run, pg.training.job.run, pg.sweep.job.run):
             run.join(30)
 
 
 def test_defaults_and_the_link(make_page):
     pg = rm.RewardModelPage(query={}, root=".", models=ModelCache())
     pg.close()
-    for run in (pg.pairs_job.run, pg.training_job.run, pg.sweep.job.run):
+    for run in (pg.sampling.job.run, pg.training.job.run, pg.sweep.job.run):
         run.join(30)  # a training still running would share the cores with the next test's, and MKL's sums with them
     assert (pg.pairs, pg.tau_label, pg.steps, pg.min_count) == (2000, 0.5, 200, 2)  # the engines' defaults
     assert not pg.notice.visible
@@ -112,32 +115,32 @@ def test_pairs_table_and_equation_12_follow_the_data(make_page):
 
 def test_training_streams_and_reads_as_the_engine(make_page):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.trained is not None)
+    wait(lambda: pg.training.trained is not None)
     settings = pg.train_settings()
     trained = train_reward_model(pg.data, settings)
-    assert pg.trained.evaluation == trained.evaluation  # the same split, seed and steps
-    assert list(pg.training_display.curve.data["step"]) == list(range(settings.eval_every, 21, settings.eval_every))
+    assert pg.training.trained.evaluation == trained.evaluation  # the same split, seed and steps
+    assert list(pg.training.display.curve.data["step"]) == list(range(settings.eval_every, 21, settings.eval_every))
     held = split_pairs(pg.data, settings.heldout, settings.seed)[1]
-    assert pg.training_display.ceiling.data["acc_star"][0] == pytest.approx(float(oracle_accuracy(held.g_a, held.g_b, held.tau_label)))
-    shown = pg.training_display.metrics.values()
+    assert pg.training.display.ceiling.data["acc_star"][0] == pytest.approx(float(oracle_accuracy(held.g_a, held.g_b, held.tau_label)))
+    shown = pg.training.display.metrics.values()
     assert shown["accuracy"] == trained.evaluation.heldout_accuracy and shown["spearman"] == trained.evaluation.spearman
-    assert f"{trained.evaluation.heldout_accuracy:.3f} ± {trained.evaluation.heldout_se:.3f}" in pg.training_display.text.object
+    assert f"{trained.evaluation.heldout_accuracy:.3f} ± {trained.evaluation.heldout_se:.3f}" in pg.training.display.text.object
     # Trained in the worker process, whose torch may use another thread count: float32 sums in another order, so
     # the scores agree to float32's rounding (about 1e-7 relative), not bit for bit.
-    assert pg.training_display.probe.data["r_phi"] == pytest.approx([row["r_phi"] for row in probe_rows(trained)], rel=1e-5)
-    assert pg.training_display.probe.data["g"][pg.training_display.probe.data["reply"].index("one positive word repeated")] == -7.0
+    assert pg.training.display.probe.data["r_phi"] == pytest.approx([row["r_phi"] for row in probe_rows(trained)], rel=1e-5)
+    assert pg.training.display.probe.data["g"][pg.training.display.probe.data["reply"].index("one positive word repeated")] == -7.0
     pg.min_count = 1  # a training control retrains
-    wait(lambda: pg.trained is not None and pg.trained.settings.min_count == 1)
+    wait(lambda: pg.training.trained is not None and pg.training.trained.settings.min_count == 1)
 
 
 def test_save_the_model_and_the_pairs_then_load_them(make_page, tmp_path):
     pg = make_page()
-    wait(lambda: pg.trained is not None)
+    wait(lambda: pg.training.trained is not None)
     path = pg.save_model()
-    assert path.parent == tmp_path / "reward-models" and f"reward-model:{path}" in pg.training_display.saved.object
+    assert path.parent == tmp_path / "reward-models" and f"reward-model:{path}" in pg.training.display.saved.object
     assert learned_rewards(tmp_path) == [f"reward-model:{path}"]
     again = load_reward_model(path)
-    np.testing.assert_allclose(again(pg.data.prompt_ids, pg.data.ids_a), pg.trained(pg.data.prompt_ids, pg.data.ids_a))
+    np.testing.assert_allclose(again(pg.data.prompt_ids, pg.data.ids_a), pg.training.trained(pg.data.prompt_ids, pg.data.ids_a))
     pairs_path = pg.pairs_files.save()
     assert list(pg.pairs_files.files.options.values()) == [str(pairs_path)]
     assert f"Pairs saved to <code>{pairs_path}</code>." in pg.pairs_display.summary.object  # said in the pairs' part, where Save is
@@ -157,7 +160,7 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
     bad.write_bytes(b"PK\x03\x04 not really a zip file")
     pg.pairs_files.refresh()
     pg.pairs_files.load(pg.pairs_files.files.options["broken.npz"])
-    notice = pg.pairs_job.notice
+    notice = pg.sampling.job.notice
     assert notice.visible and notice.alert_type == "danger"
     assert notice.object == f"{bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
     assert pg.data is before  # the page goes on with the pairs it had
@@ -166,23 +169,23 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
 def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_trains_again(make_page):
     (pid,) = current().client.run(os.getpid).values()
     pg = make_page({"steps": "2000"})
-    wait(lambda: len(pg.training_display.curve.data["step"]) >= 1)
+    wait(lambda: len(pg.training.display.curve.data["step"]) >= 1)
     os.kill(pid, signal.SIGKILL)
-    wait(lambda: not pg.training_job.controls.running)
-    shown = int(pg.training_display.curve.data["step"][-1])
-    notice = pg.training_job.notice
+    wait(lambda: not pg.training.job.controls.running)
+    shown = int(pg.training.display.curve.data["step"][-1])
+    notice = pg.training.job.notice
     assert notice.visible and notice.alert_type == "danger" and notice.object.startswith(
         "The worker process running this job died (it was killed or ran out of memory): the training stopped at step ")
     stopped_at = int(notice.object.split("step ")[1].split(" ")[0])
-    assert shown <= stopped_at < 2000 and pg.trained is None
+    assert shown <= stopped_at < 2000 and pg.training.trained is None
     pg.steps = 20
-    wait(lambda: pg.trained is not None)  # on the fresh worker the nanny started
-    assert not notice.visible and not pg.pairs_job.notice.visible
+    wait(lambda: pg.training.trained is not None)  # on the fresh worker the nanny started
+    assert not notice.visible and not pg.sampling.job.notice.visible
 
 
 def test_the_sweep_matches_the_engine(make_page):
     pg = make_page({"steps": "20", "pairs": "100"})
-    wait(lambda: pg.trained is not None)
+    wait(lambda: pg.training.trained is not None)
     pg.start_sweep()
     wait(lambda: len(pg.sweep.rows) == len(rm.SWEEP_TAUS) and not pg.sweep.job.controls.running)
     rows = tau_sweep(pg.data, rm.SWEEP_TAUS, pg.train_settings(), label_seed=pg.label_seed)
@@ -193,29 +196,29 @@ def test_the_sweep_matches_the_engine(make_page):
 
 def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make_page):
     first = make_page({"steps": "20"})
-    wait(lambda: first.trained is not None)
+    wait(lambda: first.training.trained is not None)
     second = make_page({"steps": "20"})
-    wait(lambda: second.trained is not None)
-    assert second.training_job.run._thread is None  # no training was started: the server's kept model is shown
-    assert second.trained is first.trained and second.training_display.metrics.values() == first.training_display.metrics.values()
-    np.testing.assert_array_equal(second.training_display.curve.data["accuracy"], first.training_display.curve.data["accuracy"])
+    wait(lambda: second.training.trained is not None)
+    assert second.training.job.run._thread is None  # no training was started: the server's kept model is shown
+    assert second.training.trained is first.training.trained and second.training.display.metrics.values() == first.training.display.metrics.values()
+    np.testing.assert_array_equal(second.training.display.curve.data["accuracy"], first.training.display.curve.data["accuracy"])
     alone = make_page({"steps": "20"}, models=ModelCache())  # a page that shares nothing kept trains its own, the same
-    wait(lambda: alone.trained is not None)
-    assert alone.training_job.run._thread is not None and alone.trained.evaluation == first.trained.evaluation
+    wait(lambda: alone.training.trained is not None)
+    assert alone.training.job.run._thread is not None and alone.training.trained.evaluation == first.training.trained.evaluation
     second.min_count = 1  # other settings: trained afresh
-    wait(lambda: second.trained is not None and second.trained.settings.min_count == 1)
-    assert second.training_job.run._thread is not None
+    wait(lambda: second.training.trained is not None and second.training.trained.settings.min_count == 1)
+    assert second.training.job.run._thread is not None
 
 
 def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
-    assert pg.training_job.run.notice.object == Queued("cpu", 1).waiting("The training").sentence
-    assert "waits for the cpu (place 1 in line)" in pg.training_job.run.notice.object and len(pg.training_display.curve.data["step"]) == 0
+    wait(lambda: pg.training.job.run.notice.visible and "place 1" in pg.training.job.run.notice.object)
+    assert pg.training.job.run.notice.object == Queued("cpu", 1).waiting("The training").sentence
+    assert "waits for the cpu (place 1 in line)" in pg.training.job.run.notice.object and len(pg.training.display.curve.data["step"]) == 0
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",)]
     cpu_taken.free()
-    wait(lambda: pg.trained is not None)
-    assert not pg.training_job.run.notice.visible
+    wait(lambda: pg.training.trained is not None)
+    assert not pg.training.job.run.notice.visible
     wait(lambda: current().overview() == [])  # its place is left when it ends
 
 
@@ -223,20 +226,20 @@ def test_learners_queued_behind_the_same_training_get_its_result(make_page, cpu_
     first, second = make_page({"steps": "20"}), make_page({"steps": "20"})  # a room opening the page at once
 
     def places() -> str:  # both pages' sentences of their place in line: their threads submit in either order
-        return " ".join(pg.training_job.run.notice.object for pg in (first, second) if pg.training_job.run.notice.visible)
+        return " ".join(pg.training.job.run.notice.object for pg in (first, second) if pg.training.job.run.notice.visible)
 
     wait(lambda: "place 1" in places() and "place 2" in places())
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",) * 2]
     cpu_taken.free()
-    wait(lambda: first.trained is not None and second.trained is not None)
-    assert second.trained is first.trained  # trained once, by the first in line
+    wait(lambda: first.training.trained is not None and second.training.trained is not None)
+    assert second.training.trained is first.training.trained  # trained once, by the first in line
 
 
 def test_a_closed_page_leaves_the_queue(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
-    wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
+    wait(lambda: pg.training.job.run.notice.visible and "place 1" in pg.training.job.run.notice.object)
     pg.close()
-    pg.training_job.run.join(5)
+    pg.training.job.run.join(5)
     wait(lambda: [q.waiting for q in current().overview()] == [()])
 
 
@@ -244,11 +247,11 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
     models = ModelCache()
     pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path, models=models)
     try:
-        wait(lambda: pg.pairs_job.run.notice.visible and "place 1" in pg.pairs_job.run.notice.object)
-        assert pg.pairs_job.run.notice.object == Queued("cpu", 1).waiting("Sampling the pairs").sentence and pg.data is None
+        wait(lambda: pg.sampling.job.run.notice.visible and "place 1" in pg.sampling.job.run.notice.object)
+        assert pg.sampling.job.run.notice.object == Queued("cpu", 1).waiting("Sampling the pairs").sentence and pg.data is None
         cpu_taken.free()
         wait(lambda: pg.data is not None)
-        pg.training_job.stop()
+        pg.training.job.stop()
         expected = make_pairs(PairSettings(pairs=50, seed=0))
         np.testing.assert_array_equal(pg.data.text_a, expected.text_a)
         np.testing.assert_array_equal(pg.data.label, expected.label)
@@ -256,7 +259,7 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
         assert models.result(pairs_key(PairSettings(pairs=50, seed=0))) is pg.base  # the next learner gets it at once
     finally:
         pg.close()
-        pg.training_job.run.join(30)
+        pg.training.job.run.join(30)
 
 
 def test_the_bundled_default_pairs_are_the_default_settings_scored_and_labelled_honestly():
@@ -283,10 +286,10 @@ def test_the_training_and_the_stretch_are_built_when_first_opened(make_page):
     pg = make_page({"steps": "20"})
     pg.__panel__()  # the page drawn, as a visit draws it
     assert pg.sections.opened == {"pairs"}  # a visit builds the pairs' part only
-    wait(lambda: pg.trained is not None)  # the model trains all the same, its readings waiting in their part
+    wait(lambda: pg.training.trained is not None)  # the model trains all the same, its readings waiting in their part
     pg.section = "training"
     assert pg.sections.opened == {"pairs", "training"} and pg.sections.tabs.active == 1
-    assert pg.training_display.loss_steps.end == pg.training_display.accuracy_steps.end == 20 and not pg.training_display.save_button.disabled
+    assert pg.training.display.loss_steps.end == pg.training.display.accuracy_steps.end == 20 and not pg.training.display.save_button.disabled
 
 
 # The pure parts, without a page or a cluster: the columns the pairs' table and plot show, and the training's display.

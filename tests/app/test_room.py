@@ -81,6 +81,7 @@ def test_a_flood_of_answer_changes_from_one_tab_leaves_the_tally_right():
     assert seen[-1].answers == {"bandit/baseline-effect": {"both": 1, "neither": 1}}
 
 
+@pytest.mark.server
 def test_two_web_processes_on_one_scheduler_count_together_and_one_that_stops_drops_out(monkeypatch):
     """Two rooms with process ids of their own on the test session's real Dask scheduler, as two web processes
     joined to one scheduler are; the teacher's view is on the first."""

@@ -204,6 +204,7 @@ assert gone() is None, "the timer's full collection never freed the cycle"
 """
 
 
+@pytest.mark.server
 def test_the_server_s_full_collections_come_from_its_timer_and_free_old_cycles():
     # In a process of its own: the test's interpreter keeps Python's own collection rules.
     done = subprocess.run([sys.executable, "-c", COLLECTED_ON_A_TIMER], capture_output=True, text=True, timeout=120)

@@ -19,6 +19,8 @@ from app.pages.live_run.text import FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count
 
+pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
+
 TINY = {"prompts": "2", "replies": "2", "T": "6", "eval_prompts": "2", "eval_replies": "2"}
 """A step of a fraction of a second on two shared cores."""
 

@@ -30,6 +30,8 @@ from bench.load_test import PageSession
 from tests.app.test_deploy import RUN, SERVICES, TEACHER_TOKEN, command, finished_runs
 from bench.servers import ROOT, free_port, start_server, stop_server, wait_until
 
+pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
+
 TLS = yaml.safe_load((ROOT / "deploy" / "compose.tls.yaml").read_text())
 TLS_SERVICES = TLS["services"]
 SECRETS = {name: Path(secret["file"]).name for name, secret in TLS["secrets"].items()}

@@ -18,6 +18,7 @@ METRIC_KEYS = {"step", "reward", "p_positive", "kl", "entropy", "grad_norm", "st
 EVAL_KEYS = {"step", "reward", "p_positive", "kl_exact", "entropy", "ref_perplexity", "distinct_1", "distinct_2"}
 
 
+@pytest.mark.slow  # trains the embedded model for a few steps
 def test_smoke_run_of_the_embedded_model(tmp_path, capsys):
     """10 steps of the embedded model with the VADER reward, evaluated at 0, 5 and 10: files, keys, printed lines."""
     folder = tmp_path / "smoke"
@@ -49,6 +50,7 @@ def test_invalid_setting_is_refused_with_one_sentence(tmp_path, capsys):
     assert "replies must be at least 2" in err and not (tmp_path / "x").exists()
 
 
+@pytest.mark.server
 def test_hub_model_offline_gives_one_clear_sentence(tmp_path):
     """HF_HUB_OFFLINE=1 and an empty cache (HF_HOME in a temp folder): asking for gpt2 is refused in one sentence."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT))

@@ -14,7 +14,6 @@ save button wait in their tab. What the page draws of them is figures.py's Pairs
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import panel as pn
@@ -23,16 +22,15 @@ import param
 import app.jobs.runs as runs
 from app.jobs.cluster import Cluster, current as current_cluster
 from app.jobs.model_cache import MODELS, ModelCache
-from app.jobs.model_jobs import generate_pairs, pairs_key, train_reward_model
+from app.jobs.model_jobs import pairs_key
 from app.pages.reward_model.figures import PairsDisplay, TrainingDisplay, probability_curve
 from app.pages.reward_model.pairs_files import PairsFiles
-from app.pages.reward_model.jobs import TauSweep
+from app.pages.reward_model.jobs import PairsSampling, RewardModelTraining, TauSweep
 from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, SECTIONS, TRAINING_INTRO, WHY, check_yourself_text,
                                          file_source, sampled_source, saved_model_text)
 from engines.lm.preferences import PairSettings, PreferencePairs, relabel
-from engines.lm.reward_model import RewardModelSettings, TrainedRewardModel
+from engines.lm.reward_model import RewardModelSettings
 from widgets.equation_card import equation_card
-from widgets.job_view import JobView
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
@@ -82,20 +80,21 @@ class RewardModelPage(pn.viewable.Viewer):
         self.base_key: tuple | None = None
         self.source, self.label_seed = "", 0  # where `base` came from, and the seed its labels are drawn with
         self.file_labels = False  # a loaded file's own labels are kept until tau_label or the seed moves
-        self.trained: TrainedRewardModel | None = None
         self._quiet = False  # set while the page itself moves tau_label to a loaded file's
         self._closed = False  # the tab has closed: nothing starts any more
 
         self.pairs_display = PairsDisplay(self.tau_label, PAGE_ROWS)
-        self.training_display = TrainingDisplay(self.steps, self.save_model)
-        self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
+        self.sampling = PairsSampling(lambda: PAIRS.settings(self), self._take_sampled, self.start_pairs, self.cluster, self.models,
+                                      self.param.seed)
+        self.training = RewardModelTraining(lambda: self.data, self.train_settings, lambda: self.base_key,
+                                            TrainingDisplay(self.steps, self.save_model), self.start_training, self.cluster,
+                                            self.models, self.param.train_seed)
         self.pairs_files = PairsFiles(self.root, self.take_file, lambda: self.data,
                                       lambda path: self.pairs_display.summarise(self.data, self.source, saved=path),
-                                      fail=self.pairs_job.fail)
+                                      fail=self.sampling.job.fail)
 
         self.guide = session_guide()
         self.check_card = PredictionCard.of(THREE_MODELS, check_yourself_text(), self.guide)
-        self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)
         self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.cluster)
         builders = {"pairs": self._pairs_section, "training": self._training_section, "sweep": lambda: self.sweep}
         self.sections = LazySections(self.param.section, {key: (SECTIONS[key], build) for key, build in builders.items()})
@@ -108,12 +107,12 @@ class RewardModelPage(pn.viewable.Viewer):
         names = {e.name for e in events}
         with pn.io.hold():
             if names & {"pairs", "seed"}:
-                self.pairs_job.restart_soon()
+                self.sampling.job.restart_soon()
             elif "tau_label" in names and self.base is not None:
                 self._relabel()
             elif names & set(TRAINER.names) and self.data is not None:
-                self._clear_training()
-                self.training_job.restart_soon()
+                self.training.clear()
+                self.training.job.restart_soon()
             if "tau_label" in names:
                 self.pairs_display.prob.data = probability_curve(self.tau_label)
             if "pair" in names and self.data is not None:
@@ -123,22 +122,17 @@ class RewardModelPage(pn.viewable.Viewer):
         """Generate the pairs of the current settings (or take them from the server's cache)."""
         if self._closed:
             return
-        self.training_job.stop()
+        self.training.job.stop()
         self.sweep.job.stop()
-        settings = PAIRS.settings(self)
-        self.pairs_job.start(lambda: generate_pairs(settings, self.cluster, self.models))
+        self.sampling.start()
 
-    def _show_pairs(self, report) -> None:
-        pairs = report if isinstance(report, PreferencePairs) else report.pairs  # a kept set, or a sampling's progress
-        if pairs is None:
-            self.pairs_job.controls.progress = report.done / report.total
-            return
+    def _take_sampled(self, pairs: PreferencePairs) -> None:
         self.set_pairs(pairs, sampled_source(self.seed), self.seed, keep_labels=False, key=pairs_key(PAIRS.settings(self)))
 
     def set_pairs(self, base: PreferencePairs, source: str, label_seed: int, keep_labels: bool, key: tuple | None = None) -> None:
         """Show `base` (relabelled at the page's tau_label unless `keep_labels`) and retrain on it; `key`: pairs_key's."""
         self.base, self.source, self.label_seed, self.file_labels, self.base_key = base, source, label_seed, keep_labels, key
-        self.pairs_job.fail("")  # a file that could not be read is forgotten once pairs are shown
+        self.sampling.job.fail("")  # a file that could not be read is forgotten once pairs are shown
         with pn.io.hold():
             self.param.pair.bounds = (0, len(base) - 1)
             self.pair = min(self.pair, len(base) - 1)
@@ -151,12 +145,12 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_display.show(data, self.source, self.pair)
         self.data = data  # set once its views show it, so whoever sees the new data sees them too
         self.sweep.job.stop()
-        self._clear_training()
-        self.training_job.restart_soon()
+        self.training.clear()
+        self.training.job.restart_soon()
 
     def take_file(self, pairs: PreferencePairs, path: str) -> None:
         """Train on pairs read from a file, with their own labels at their own tau_label (the slider's, if it has it)."""
-        self.pairs_job.stop()
+        self.sampling.job.stop()
         self._quiet = True
         if self.param.tau_label.bounds[0] <= pairs.tau_label <= self.param.tau_label.bounds[1]:
             self.tau_label = pairs.tau_label
@@ -167,42 +161,17 @@ class RewardModelPage(pn.viewable.Viewer):
     def train_settings(self) -> RewardModelSettings:
         return TRAINER.settings(self, eval_every=max(1, self.steps // CURVE_POINTS))
 
-    def _clear_training(self) -> None:
-        """The trained model no longer matches the data or the settings: stop its training and clear what it showed."""
-        self.training_job.stop()  # its progress goes back to 0 as it restarts (JobView.restart_soon, JobView.start)
-        self.trained = None
-        self.training_display.clear()
-
     def start_training(self) -> None:
         """Train the reward model on the pairs shown, replacing any run under way (or show the one the server kept)."""
-        if self.data is None or self._closed:
-            return
-        self._clear_training()
-        self.training_display.starting(self.steps)
-        pairs, settings = self.data, self.train_settings()
-        key = None if self.base_key is None else ("reward model", (self.base_key, pairs.tau_label, pairs.seed), settings)
-        kept = None if key is None else self.models.result(key)
-        if kept is not None:
-            self._show_training(replace(kept, pairs=pairs))
-            self.training_job.done(True)
-            return
-        self.training_job.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
-
-    def _show_training(self, view) -> None:
-        """Draw a TrainingView of the run under way (app.jobs.model_jobs)."""
-        if view.pairs is not self.data or view.settings != self.train_settings():
-            return  # a view of a run replaced since
-        with pn.io.hold():
-            self.training_display.show(view)
-            self.training_job.controls.progress = view.progress
-            self.trained = view.trained  # last, as self.data
+        if not self._closed:
+            self.training.start()
 
     def save_model(self) -> Path | None:
         """Save the trained model with its normaliser under the runs folder's reward-models/, and say how to use it."""
-        if self.trained is None:
+        if self.training.trained is None:
             return None
-        path = runs.write_reward_model(self.root, self.trained, self.data, self.train_seed)
-        self.training_display.saved.object = saved_model_text(path)
+        path = runs.write_reward_model(self.root, self.training.trained, self.data, self.train_seed)
+        self.training.display.saved.object = saved_model_text(path)
         return path
 
     def start_sweep(self) -> None:
@@ -215,13 +184,13 @@ class RewardModelPage(pn.viewable.Viewer):
     def close(self) -> None:
         """The tab closed: stop every worker."""
         self._closed = True
-        for job in (self.pairs_job, self.training_job, self.sweep.job):
+        for job in (self.sampling.job, self.training.job, self.sweep.job):
             job.stop()
 
     def _pairs_section(self):
         return pn.Column(
             pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160, description=None), slider(self.param.tau_label, width=300)),
-            self.pairs_job, self.pairs_files, self.pairs_display.summary,
+            self.sampling.job, self.pairs_files, self.pairs_display.summary,
             pn.Row(pn.Column(slider(self.param.pair, width=300), self.pairs_display.pair, sizing_mode="stretch_width"),
                    self.pairs_display.figure_view(), sizing_mode="stretch_width"),
             self.pairs_display.table_view(),
@@ -232,7 +201,7 @@ class RewardModelPage(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown(TRAINING_INTRO, sizing_mode="stretch_width", margin=(0, 10)),
             pn.Row(slider(self.param.steps, width=260), slider(self.param.min_count, width=300)),
-            self.training_job, self.training_display.curves_view(), *self.training_display.readings_view(),
+            self.training.job, self.training.display.curves_view(), *self.training.display.readings_view(),
             sizing_mode="stretch_width",
         )
 

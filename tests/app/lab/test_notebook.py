@@ -84,6 +84,7 @@ def test_the_notebook_copies_no_engine_code():
     assert "class " not in source
 
 
+@pytest.mark.slow
 def test_as_shipped_every_checkpoint_fails_with_its_sentence_and_the_notebook_runs_to_the_end(shipped):
     texts = checkpoint_texts(shipped)
     assert len(texts) == len(EXERCISES)
@@ -95,12 +96,14 @@ def test_as_shipped_every_checkpoint_fails_with_its_sentence_and_the_notebook_ru
     assert "runs once checkpoint 4 passes" in text(last)  # the stretch waits, and the last cell ran
 
 
+@pytest.mark.slow
 def test_with_its_solutions_every_checkpoint_passes(solved):
     node, _ = solved
     texts = checkpoint_texts(node)
     assert [t.split(":")[0] for t in texts] == [f"Checkpoint {n} passed" for n in range(len(EXERCISES))], texts
 
 
+@pytest.mark.slow
 def test_with_its_solutions_the_provided_cells_train_measure_and_save(solved):
     node, runs = solved
     out = "\n".join(text(c) for c in node.cells if c.cell_type == "code")

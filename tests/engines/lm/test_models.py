@@ -111,6 +111,7 @@ def test_auto_picks_cuda_then_mps_then_the_cpu(monkeypatch, cuda, mps, auto):
             resolve_device("mps")
 
 
+@pytest.mark.server
 def test_transformers_classes_imported_by_several_threads_at_once_all_arrive():
     """A worker's runs that start together load their models on several threads; in a fresh process each must get
     transformers' classes (its lazy module, imported by two threads at once, can refuse the second)."""

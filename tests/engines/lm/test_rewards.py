@@ -63,6 +63,7 @@ def test_register_a_reward():
     assert isinstance(load_reward("vader"), VaderReward)
 
 
+@pytest.mark.server
 def test_classifier_offline_gives_one_clear_sentence(tmp_path):
     """No network and an empty cache: the seed's classifier is refused in one sentence."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path), PYTHONPATH=str(ROOT))

@@ -34,6 +34,7 @@ def test_a_bad_source_setting_is_refused_by_both(cls, bad):
         cls(**bad)
 
 
+@pytest.mark.server
 def test_the_settings_module_does_not_import_torch():
     code = "import sys, engines.lm.settings; assert 'torch' not in sys.modules, 'torch was imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[3])
