@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines.lm.reinforce import LMRun, distinct_n, loo_advantages
+from engines.lm.reinforce import LMRun, distinct_n, reply_advantages
 from engines.lm.results import EvalResult, StepResult, worked_example
 from engines.lm.sampling import reply_logits, sample_replies, token_logp
 from engines.lm.settings import SEED_LR, LMSettings, default_lr
@@ -67,7 +67,7 @@ def test_seed_worked_example_rows():
 @given(st.integers(1, 4), st.integers(2, 5), st.integers(1, 6), st.integers(0, 10_000))
 def test_leave_one_out_against_a_loop(prompts, K, T, seed):
     r = torch.from_numpy(np.random.default_rng(seed).normal(size=(prompts * K, T)))
-    G, A = loo_advantages(r, K)
+    G, A = reply_advantages(r, K)
     for i in range(prompts * K):
         first = (i // K) * K
         Gi = [sum(float(r[i, u]) for u in range(t, T)) for t in range(T)]
