@@ -55,7 +55,7 @@ class GroupBaselinesSettings:
     """Training runs per estimator; at least 1."""
     steps: int = 150
     """Training steps per run; at least 1."""
-    lr: float = 2.0
+    lr: float = 0.5
     """Learning rate eta of theta <- theta + eta g_hat; positive."""
     seed: int = 0
     """Seed of the Monte Carlo draws and of training; a whole number >= 0."""
