@@ -78,6 +78,27 @@ def test_leave_one_out_against_a_loop(prompts, K, T, seed):
             assert float(A[i, t]) == pytest.approx(Gi[t] - b, abs=1e-9)
 
 
+@pytest.mark.parametrize("advantage", ["mean", "grpo", "none"])
+def test_the_other_advantages_against_a_loop(advantage):
+    """Position by position over the K replies to one prompt: G - mean(G), (G - mean)/(sample sd + 1e-4), or G."""
+    prompts, K, T = 3, 4, 5
+    r = torch.from_numpy(np.random.default_rng(7).normal(size=(prompts * K, T)))
+    G, A = reply_advantages(r, K, advantage)
+    for first in range(0, prompts * K, K):
+        for t in range(T):
+            group = [float(G[j, t]) for j in range(first, first + K)]
+            mean = sum(group) / K
+            sd = (sum((g - mean) ** 2 for g in group) / (K - 1)) ** 0.5
+            for j, g in zip(range(first, first + K), group):
+                expected = {"mean": g - mean, "grpo": (g - mean) / (sd + 1e-4), "none": g}[advantage]
+                assert float(A[j, t]) == pytest.approx(expected, abs=1e-9)
+
+
+def test_an_unknown_advantage_is_refused_in_one_sentence():
+    with pytest.raises(ValueError, match="advantage must be one of loo, mean, grpo, none, got 'ppo'."):
+        LMSettings(advantage="ppo")
+
+
 # ----------------------------------------------------------------------------- settings and small helpers
 
 
