@@ -9,7 +9,7 @@ import pytest
 
 from app.pages.group_baselines import CARDS, GroupBaselinesPage, page
 from app.pages.group_baselines.figures import FACTORS, bar_columns, exact_metrics, training_columns
-from app.pages.group_baselines.text import UNBIASED_ANSWER, example_table_html, no_signal_card, summary_text
+from app.pages.group_baselines.text import UNBIASED_ANSWER, example_table_html, no_signal_card, summary_text, training_text
 from engines.group_baselines import ESTIMATORS, GroupBaselinesSettings, GroupTraining, exact_moments
 
 
@@ -87,3 +87,12 @@ def test_the_page_moves_its_numbers_and_trains_when_its_section_opens():
     assert len(pg.curves.data["step"]) == 21
     np.testing.assert_allclose(pg.curves.data["loo"][0], (0.5 + 0.2) / 2)
     pg.close()
+
+
+def test_the_training_line_reads_the_last_step():
+    J = np.full((len(ESTIMATORS), 3), 0.5)
+    J[2, -1] = 0.875
+    run = GroupTraining(steps=np.arange(3), J=J, J_se=np.full_like(J, 0.01), p=np.zeros((len(ESTIMATORS), 2)))
+    line = training_text(run, 10)
+    assert line.startswith('<p class="fl-training">J after 2 of 10 steps')
+    assert "leave-one-out (RLOO) <strong>0.875</strong> ± 0.010" in line

@@ -16,7 +16,8 @@ from bokeh.models import ColumnDataSource
 from app.pages.group_baselines.figures import bar_columns, bars_figure, exact_metrics, training_columns, training_figure
 from app.pages.group_baselines.text import (EQUATION, EXAMPLE_NOTE, INTRO, METRICS, NOTICE, PREDICT, SECTIONS, TRAINING_TITLE,
                                             UNBIASED_ANSWER, UNBIASED_CHOICES, UNBIASED_EXPLANATION, UPDATES_TITLE,
-                                            VARIANCE_TITLE, WHY, example_table_html, no_signal_card, summary_text)
+                                            VARIANCE_TITLE, WHY, example_table_html, no_signal_card, summary_text,
+                                            training_text)
 from app.pages.toy_target.text import TABLE_CSS
 from app.serving import limits
 from engines.group_baselines import GroupBaselinesSettings, GroupTraining, exact_moments, train
@@ -68,6 +69,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
         self.curves = ColumnDataSource({"step": []}, name="training")
         self.summary = Summary()
         self.metrics = MetricRow(METRICS)
+        self.training_line = pn.pane.HTML(sizing_mode="stretch_width")
         self.training_job = JobView(self._apply_training, self.start_training, seed=self.param.seed,
                                     time_limit=limits.current().compute_seconds)
         self.guide = session_guide()
@@ -122,7 +124,9 @@ class GroupBaselinesPage(pn.viewable.Viewer):
 
     def _apply_training(self, run: GroupTraining) -> None:
         self.training_job.controls.progress = (len(run.steps) - 1) / self.steps
-        self.curves.data = training_columns(run)
+        with one_update():
+            self.curves.data = training_columns(run)
+            self.training_line.object = training_text(run, self.steps)
 
     # --- layout --------------------------------------------------------------------------
 
@@ -146,6 +150,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
             self.training_job.view(slider(self.param.lr, width=170), slider(self.param.seeds, width=170),
                                    slider(self.param.steps, width=170)),
             plot_with_downloads(training_figure(self.curves), {"training": self.curves}, TRAINING_TITLE),
+            self.training_line,
             sizing_mode="stretch_width",
         )
 

@@ -11,7 +11,7 @@ import html
 
 import numpy as np
 
-from engines.group_baselines import ESTIMATORS, GroupBaselinesSettings, GroupExact, exact_moments
+from engines.group_baselines import ESTIMATORS, GroupBaselinesSettings, GroupExact, GroupTraining, exact_moments
 from engines.policy_gradient import group_advantages
 
 WHY = (
@@ -113,6 +113,14 @@ def summary_text(ex: GroupExact, K: int) -> str:
         f"times the true gradient on prompt 1 and <strong>{grpo[1]:.3f}</strong> on prompt 2, so it leans toward "
         f"prompt {favoured + 1} (p = {ex.p[favoured]:g}) and turns the update by <strong>{angle:.2f}°</strong>."
     )
+
+
+def training_text(run: GroupTraining, steps: int) -> str:
+    """The line under the training plot: each estimator's mean J (± its standard error over seeds) at the step reached."""
+    done = len(run.steps) - 1
+    parts = ", ".join(f"{html.escape(label)} <strong>{run.J[e, -1]:.3f}</strong> ± {run.J_se[e, -1]:.3f}"
+                      for e, label in enumerate(ESTIMATORS.values()))
+    return f'<p class="fl-training">J after {done} of {steps} steps, mean over seeds: {parts}.</p>'
 
 
 def example_table_html() -> str:
