@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.pages.group_baselines import CARDS, GroupBaselinesPage, page
-from app.pages.group_baselines.figures import FACTORS, bar_columns, exact_metrics, training_columns
+from app.pages.group_baselines.figures import FACTORS, TRAINING_COLUMNS, bar_columns, exact_metrics, training_columns
 from app.pages.group_baselines.text import UNBIASED_ANSWER, example_table_html, no_signal_card, summary_text, training_text
 from engines.group_baselines import ESTIMATORS, GroupBaselinesSettings, GroupTraining, exact_moments
 
@@ -45,7 +45,7 @@ def test_training_columns_are_one_curve_per_estimator():
     J = np.arange(3 * len(ESTIMATORS), dtype=float).reshape(len(ESTIMATORS), 3)
     run = GroupTraining(steps=np.arange(3), J=J, J_se=np.zeros_like(J), p=np.zeros((len(ESTIMATORS), 2)))
     columns = training_columns(run)
-    assert list(columns) == ["step", *ESTIMATORS]
+    assert tuple(columns) == TRAINING_COLUMNS == ("step", *ESTIMATORS)
     np.testing.assert_array_equal(columns["grpo"], J[list(ESTIMATORS).index("grpo")])
 
 

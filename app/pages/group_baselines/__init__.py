@@ -13,7 +13,8 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app.pages.group_baselines.figures import bar_columns, bars_figure, exact_metrics, training_columns, training_figure
+from app.pages.group_baselines.figures import (TRAINING_COLUMNS, bar_columns, bars_figure, exact_metrics, training_columns,
+                                               training_figure)
 from app.pages.group_baselines.text import (EQUATION, EXAMPLE_NOTE, INTRO, METRICS, NOTICE, PREDICT, SECTIONS, TRAINING_TITLE,
                                             UNBIASED_ANSWER, UNBIASED_CHOICES, UNBIASED_EXPLANATION, UPDATES_TITLE,
                                             VARIANCE_TITLE, WHY, example_table_html, no_signal_card, summary_text,
@@ -66,7 +67,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
         self.bars = ColumnDataSource({"x": [], "expected": [], "variance": [], "true": [], "ratio": []}, name="updates")
-        self.curves = ColumnDataSource({"step": []}, name="training")
+        self.curves = ColumnDataSource({k: [] for k in TRAINING_COLUMNS}, name="training")
         self.summary = Summary()
         self.metrics = MetricRow(METRICS)
         self.training_line = pn.pane.HTML(sizing_mode="stretch_width")

@@ -21,6 +21,8 @@ PROMPT_COLOURS = (OKABE_ITO["blue"], OKABE_ITO["orange"])
 COLOURS = dict(zip(ESTIMATORS, (OKABE_ITO["grey"], OKABE_ITO["green"], OKABE_ITO["blue"], OKABE_ITO["vermillion"],
                                 OKABE_ITO["purple"])))
 """One colour per estimator on the training plot."""
+TRAINING_COLUMNS = ("step", *ESTIMATORS)
+"""The training plot's columns: the step and each estimator's mean J."""
 FACTORS = [(label, prompt) for label in ESTIMATORS.values() for prompt in PROMPTS]
 """The bars' categories: (estimator, prompt), estimators in ESTIMATORS's order."""
 
