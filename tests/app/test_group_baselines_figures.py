@@ -38,7 +38,9 @@ def test_metrics_and_summary_at_the_defaults():
     assert metrics["grpo_easy"] == ex.ratio[grpo, 0] and metrics["grpo_angle"] == ex.angle[grpo]
     sentence = summary_text(ex, 4)
     assert "At K = 4" in sentence and "<strong>0.750</strong>" in sentence
-    assert f"<strong>{ex.ratio[grpo, 0]:.3f}</strong>" in sentence
+    assert f"<strong>{ex.ratio[grpo, 0]:.3f}</strong>" in sentence and "leans toward prompt 1 (p = 0.9)" in sentence
+    # p and 1 - p: GRPO's weight is symmetric in them (its g depends on p only through k(K - k)), so no lean
+    assert "weighs both prompts alike" in summary_text(exact_moments(GroupBaselinesSettings(p=(0.8, 0.2))), 4)
 
 
 def test_training_columns_are_one_curve_per_estimator():

@@ -106,12 +106,13 @@ def summary_text(ex: GroupExact, K: int) -> str:
     """The sentence under the controls: which estimators are unbiased, what the mean and GRPO do, at these settings."""
     row = dict(zip(ex.estimators, ex.ratio))
     grpo, angle = row["grpo"], float(ex.angle[ex.estimators.index("grpo")])
-    favoured = int(np.argmax(grpo / grpo.mean()))
+    favoured = int(np.argmax(grpo))
+    lean = ("weighs both prompts alike" if np.isclose(grpo[0], grpo[1], rtol=1e-9) else
+            f"leans toward prompt {favoured + 1} (p = {ex.p[favoured]:g}) and turns the update by <strong>{angle:.2f}°</strong>")
     return (
         f"At K = {K}: leave-one-out and no baseline average to the true gradient; the group mean and Dr. GRPO to "
         f"<strong>{row['mean'][0]:.3f}</strong> of it on both prompts. GRPO's mean is <strong>{grpo[0]:.3f}</strong> "
-        f"times the true gradient on prompt 1 and <strong>{grpo[1]:.3f}</strong> on prompt 2, so it leans toward "
-        f"prompt {favoured + 1} (p = {ex.p[favoured]:g}) and turns the update by <strong>{angle:.2f}°</strong>."
+        f"times the true gradient on prompt 1 and <strong>{grpo[1]:.3f}</strong> on prompt 2, so it {lean}."
     )
 
 
