@@ -71,6 +71,17 @@ def test_the_cards_answers_are_the_engines():
     assert [c.key for c in CARDS] == ["group-baselines/unbiased", "group-baselines/no-signal"]
 
 
+def test_a_link_that_opens_the_training_tab_trains_once_the_browser_has_the_page():
+    pg = page(query={"section": "training", "steps": "20", "seeds": "2"})
+    pg.guide.prompts = False
+    pg.__panel__()
+    assert "training" in pg.sections.opened  # built with the page (outside a server, onload runs at once)
+    pg._start()  # what the browser's onload calls: the run starts (afresh, if already under way)
+    pg.training_job.run.join(60)
+    assert len(pg.curves.data["step"]) == 21
+    pg.close()
+
+
 def test_the_page_moves_its_numbers_and_trains_when_its_section_opens():
     pg = page(query={})
     assert isinstance(pg, GroupBaselinesPage)

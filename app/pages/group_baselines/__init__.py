@@ -52,8 +52,10 @@ CARDS = (UNBIASED, NO_SIGNAL)
 class GroupBaselinesPage(pn.viewable.Viewer):
     """Sliders p₁, p₂ and K; expected updates and variances per estimator, the worked example, training over seeds."""
 
-    p_easy = param.Number(default=EASY, bounds=(0.01, 0.99), step=0.01, label="p₁, prompt 1's chance of a right reply")
-    p_hard = param.Number(default=HARD, bounds=(0.01, 0.99), step=0.01, label="p₂, prompt 2's chance of a right reply")
+    p_easy = param.Number(default=EASY, bounds=(0.01, 0.99), step=0.01, label="p₁ = P(prompt 1 right)",
+                          doc="Prompt 1's chance of a right reply at the start.")
+    p_hard = param.Number(default=HARD, bounds=(0.01, 0.99), step=0.01, label="p₂ = P(prompt 2 right)",
+                          doc="Prompt 2's chance of a right reply at the start.")
     K = GROUP.integer("K", "Replies per prompt K", bounds=(2, 16))
     lr = GROUP.number("lr", "Learning rate η", bounds=(0.05, 5.0), step=0.05)
     seeds = GROUP.integer("seeds", "Training seeds", bounds=(1, 64))
@@ -73,6 +75,8 @@ class GroupBaselinesPage(pn.viewable.Viewer):
         self.training_line = pn.pane.HTML(sizing_mode="stretch_width")
         self.training_job = JobView(self._apply_training, self.start_training, seed=self.param.seed,
                                     time_limit=limits.current().compute_seconds)
+        self._started = False
+        """Whether the browser has the page: a training run waits for it (`_start`)."""
         self.guide = session_guide()
         self.unbiased_card = PredictionCard.of(UNBIASED, UNBIASED_EXPLANATION, self.guide)
         self.no_signal_card = PredictionCard.of(NO_SIGNAL, no_signal_card()[3], self.guide)
@@ -82,7 +86,6 @@ class GroupBaselinesPage(pn.viewable.Viewer):
         self.param.watch(self._changed, controls_of(self))
         self.notice = sync_url(self, query=query)
         self._show_exact()
-        self._started = False
         # Start a training run (if its section is open) once the browser has the page, not while it is being built.
         pn.state.onload(self._start)
 
@@ -133,9 +136,9 @@ class GroupBaselinesPage(pn.viewable.Viewer):
 
     def _updates_section(self):
         return pn.Column(
-            plot_with_downloads(bars_figure(self.bars, "mean update E[ĝ_m]", "expected", True), {"updates": self.bars},
+            plot_with_downloads(bars_figure(self.bars, "mean update E[g] (per unit θ)", "expected", True), {"updates": self.bars},
                                 UPDATES_TITLE),
-            plot_with_downloads(bars_figure(self.bars, "variance Var[ĝ_m]", "variance", False), {}, VARIANCE_TITLE),
+            plot_with_downloads(bars_figure(self.bars, "variance Var[g]", "variance", False), {}, VARIANCE_TITLE),
             sizing_mode="stretch_width",
         )
 
@@ -159,7 +162,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
         return pn.Column(
             self.notice,
             equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.unbiased_card),
-            pn.Row(slider(self.param.p_easy, width=220), slider(self.param.p_hard, width=220), slider(self.param.K, width=180)),
+            pn.Row(slider(self.param.p_easy, width=240), slider(self.param.p_hard, width=240), slider(self.param.K, width=240)),
             self.unbiased_card.guard(self.summary, self.metrics, self.sections, note="the estimators' updates"),
             self.no_signal_card,
             sizing_mode="stretch_width",
