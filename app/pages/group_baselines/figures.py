@@ -47,7 +47,7 @@ def training_figure(curves: ColumnDataSource):
         line = fig.line("step", name, source=curves, line_color=COLOURS[name], line_width=2,
                         line_dash=[6, 3] if name == "dr_grpo" else "solid")
         items.append(LegendItem(label=label, renderers=[line]))
-    fig.add_layout(Legend(items=items, location="bottom_right"))  # the curves rise from J > 0.5: the corner is free
+    fig.add_layout(Legend(items=items, location="bottom_right"))  # inside: below the plot it took half its height
     return fig
 
 
