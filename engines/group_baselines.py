@@ -71,16 +71,23 @@ class GroupBaselinesSettings:
 
 
 def sigmoid(theta):
+    """p = 1 / (1 + e^-theta), a prompt's chance of a right reply (seed 001 section 4's p = sigma(theta))."""
     return 1.0 / (1.0 + np.exp(-theta))
 
 
 def true_gradient(p: np.ndarray) -> np.ndarray:
-    """dJ/dtheta_m = p_m (1 - p_m) / M for J = (1/M) sum_m p_m, p_m = sigmoid(theta_m); (M,) -> (M,)."""
+    """dJ/dtheta_m = p_m (1 - p_m) / M for J = (1/M) sum_m p_m, p_m = sigmoid(theta_m) (seed 000 section 6.4's
+    policy gradient, exact); (M,) -> (M,)."""
     return p * (1 - p) / len(p)
 
 
 def group_gradient(y: np.ndarray, p: np.ndarray, estimator: str) -> np.ndarray:
-    """g_m = (1/(M K)) sum_i A_i (y_i - p_m) with r_i = y_i; y is (..., M, K) in {0, 1}, p (M,) or (..., M) -> (..., M)."""
+    """The REINFORCE estimate of seed 000 section 6.5 with the group's advantages (section 6.7's baselines):
+
+        g_m = (1/(M K)) sum_i A_i (y_i - p_m),   r_i = y_i,   d log pi(y_i) / d theta_m = y_i - p_m
+
+    y is (..., M, K) in {0, 1}, p (M,) or (..., M); returns (..., M).
+    """
     M, K = y.shape[-2:]
     A = group_advantages(y, estimator, axis=-1)  # (..., M, K)
     return (A * (y - p[..., None])).sum(-1) / (M * K)
