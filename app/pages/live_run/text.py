@@ -14,7 +14,7 @@ INTRO = (
     "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
     "log-odds; REINFORCE with a leave-one-out baseline over the K replies to each prompt makes the "
     "well-scored replies more likely (the advantage menu swaps it for the group's mean, GRPO's or none; "
-    "[group baselines](/group-baselines) compares them exactly). The KL penalty (section 6.12) charges every token for its "
+    "the page Group baselines compares them exactly). The KL penalty (section 6.12) charges every token for its "
     "log-ratio to the frozen starting model. The default model is the project's own small "
     "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
     "because GPT-2 cannot be downloaded everywhere; the model menu holds the others this server offers. "
