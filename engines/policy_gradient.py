@@ -73,6 +73,41 @@ def batch_mean_baseline(returns, axis: int = 0):
     return _sum_keep(returns, axis) / N  # length 1 along `axis`; broadcasts against returns
 
 
+GROUP_ESTIMATORS = ("none", "mean", "loo", "grpo", "dr_grpo")
+"""The group advantages `group_advantages` computes (the K replies to one prompt are the group)."""
+GRPO_EPS = 1e-4
+"""Added to GRPO's standard deviation so that a group of equal rewards divides 0 by 1e-4, not by 0."""
+
+
+def group_advantages(returns, estimator: str, axis: int = 0):
+    """A^(i) for the K samples of one group along `axis` (numpy or torch, any shape):
+
+        none     A_i = G_i
+        mean     A_i = G_i - mean(G)                         seed 001 section 4's batch mean
+        loo      A_i = G_i - 1/(K-1) sum_{j != i} G_j        seed 001 equation 9, RLOO
+        grpo     A_i = (G_i - mean(G)) / (std(G) + 1e-4)      Shao et al. 2024 (DeepSeekMath), 4.1.2
+        dr_grpo  A_i = G_i - mean(G)                          Liu et al. 2025 (Dr. GRPO)
+
+    std is the sample standard deviation (K - 1 in the denominator), as torch.std and TRL's
+    GRPOTrainer compute it. Dr. GRPO's advantage is the batch mean's: what it changes is the
+    loss, which divides the sum over a reply's tokens by one constant (the longest reply
+    allowed) instead of by that reply's own length |y_i|, so that a long wrong reply is not
+    penalised less per token than a short one. With replies of one length, as here, the
+    two differ only by that constant.
+    """
+    if estimator == "none":
+        return returns * 1.0
+    if estimator == "loo":
+        return returns - loo_baseline(returns, axis)
+    centred = returns - batch_mean_baseline(returns, axis)
+    if estimator in ("mean", "dr_grpo"):
+        return centred
+    if estimator == "grpo":
+        std = returns.std(axis, keepdim=True) if _is_torch(returns) else returns.std(axis, ddof=1, keepdims=True)
+        return centred / (std + GRPO_EPS)
+    raise ValueError(f"the estimator must be one of {', '.join(GROUP_ESTIMATORS)}, got {estimator!r}.")
+
+
 def shaped_rewards(logp, ref_logp, R, beta: float):
     """Seed 000 section 6.12: r_t = -beta (logp_t - ref_logp_t) + 1[t = T-1] R, (N, T) and (N,) -> (N, T)."""
     r = -beta * (logp - ref_logp)

@@ -49,13 +49,13 @@ PAIRS_FOLDER = "pairs"
 
 
 def new_run_id(settings: LMSettings) -> str:
-    """A sortable, readable folder name: time, model, reward, beta."""
+    """A sortable, readable folder name: time, model, reward, beta, advantage."""
     name = Path(settings.model).name or settings.model
     model = "".join(c if c.isprintable() and c != "/" else "-" for c in name)  # one folder name, whatever the model's
     reward = settings.reward.replace("/", "-")
     if settings.reward.startswith(REWARD_PREFIX):
         reward = "rm-" + Path(settings.reward[len(REWARD_PREFIX):]).stem  # the model file's name, not its whole path
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{reward}-beta{settings.beta:g}"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{model}-{reward}-beta{settings.beta:g}-{settings.advantage}"
 
 
 def step_record(result: StepResult) -> dict:
@@ -189,8 +189,9 @@ class Run:
 
     @property
     def label(self) -> str:
-        """The run as a legend names it: its folder's name and its β."""
-        return f"{self.id} (β {self.config.get('settings', {}).get('beta', '?')})"
+        """The run as a legend names it: its folder's name, its β and its advantage."""
+        s = self.config.get("settings", {})
+        return f"{self.id} (β {s.get('beta', '?')}, {s.get('advantage', LMSettings.advantage)})"
 
     @property
     def finished(self) -> bool:
@@ -244,6 +245,7 @@ def runs_frame(runs: list[Run], running: set[str], watchers: dict[str, int] | No
             "status": run_status(run, running),
             "learners": watchers.get(run.id, 0),
             "β": s.get("beta", math.nan),
+            "advantage": s.get("advantage", LMSettings.advantage),
             "steps": f"{run.metrics[-1]['step'] if run.metrics else 0} / {s.get('steps', '?')}",
             "reward": round(last.get("reward", math.nan), 2),
             "P(positive)": round(last.get("p_positive", math.nan), 3),
@@ -251,7 +253,7 @@ def runs_frame(runs: list[Run], running: set[str], watchers: dict[str, int] | No
             "distinct-1": round(last.get("distinct_1", math.nan), 3),
             "gold": round(last.get("gold", math.nan), 2),
         })
-    columns = ["run", "status", "learners", "β", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
+    columns = ["run", "status", "learners", "β", "advantage", "steps", "reward", "P(positive)", "KL", "distinct-1", "gold"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -26,7 +26,7 @@ from types import ModuleType
 COURSE = (
     ("The policy gradient and its noise", ("baselines", "toy_target", "bandit")),
     ("Critics: values, TD errors and GAE", ("token_world",)),
-    ("A language model and its KL penalty", ("live_run", "kl")),
+    ("A language model and its KL penalty", ("group_baselines", "live_run", "kl")),
     ("Rewards learned from comparisons", ("preferences", "reward_model")),
     ("The lab", ("lab",)),
 )
@@ -42,6 +42,7 @@ SECTIONS = {
     "toy_target": "Module 9, sections 2 to 5 and Exercise 2",
     "bandit": "Chapter 6, sections 6.4 to 6.7",
     "token_world": "Chapter 6, sections 6.8 to 6.10",
+    "group_baselines": "Chapter 6, sections 6.1 and 6.10; Module 9, section 4",
     "live_run": "Chapter 6, section 6.11",
     "kl": "Chapter 6, section 6.12",
     "preferences": "Module 9, sections 6 and 7",

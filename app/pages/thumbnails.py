@@ -160,6 +160,17 @@ def token_world() -> str:
     return heat_picture(np.where(reachable, V, np.nan), BLUE)
 
 
+def group_baselines() -> str:
+    """Seed 000 section 6.10's RLOO and GRPO: each estimator's exact E[g_m] over the true gradient, against p_m (K = 16)."""
+    from engines.group_baselines import GroupBaselinesSettings, exact_moments
+
+    p = np.linspace(0.02, 0.98, 49)
+    ex = exact_moments(GroupBaselinesSettings(p=tuple(p), K=16))
+    rows = dict(zip(ex.estimators, ex.ratio))  # E[g_m] / dJ/dtheta_m, (M,) each
+    return line_picture([Line(p, rows["loo"], GREY, dashed=True), Line(p, rows["mean"], BLUE), Line(p, rows["grpo"], VERMILION)],
+                        y_range=(0.0, float(rows["grpo"].max())))
+
+
 def live_run() -> str:
     """Seed 000 sections 6.11 and 6.12 in small: the expected reward over steps of gradient ascent on reward - beta KL,
     exact, on the KL page's replies, with a small and a large beta."""
@@ -234,6 +245,10 @@ PICTURES = {
                               "lowest at the marked b*."),
     "token_world": Picture(token_world, "A triangle of blue cells, the exact value V of each state: darker as the "
                                         "reply collects more A's."),
+    "group_baselines": Picture(group_baselines, "Three curves of each estimator's mean update over the true gradient "
+                                                "against a prompt's chance of a right reply: flat at 1 with leave-one-out, "
+                                                "just under it with the group mean, and GRPO's far above both and highest "
+                                                "where almost every reply is right or almost every one wrong (K = 16)."),
     "live_run": Picture(live_run, "Expected reward rising over training steps, fast with a small KL penalty and "
                                   "levelling off lower with a large one (exact, on the KL page's small replies)."),
     "kl": Picture(kl, "A rising, flattening curve: the best expected reward reachable at each KL from the "

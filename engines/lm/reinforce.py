@@ -9,7 +9,9 @@ reward R(x, y) in log-odds, and ascends the REINFORCE estimate with per-token sh
     b_t^(i) = 1/(K-1) sum_{j != i} G_t^(j)      (leave-one-out over the K replies to one prompt)
     loss = -mean_{i,t} (G_t^(i) - b_t^(i)) log pi_theta(y_t^(i) | s_t^(i))
 
-with Adam and gradient clipping to norm 1. The end-of-text ban is applied both when
+with Adam and gradient clipping to norm 1. `advantage` swaps G - b for the group's mean, GRPO's
+standardised reward or no baseline (seed 000 section 6.10: "RLOO and GRPO keep the baseline and
+drop the critic"). The end-of-text ban is applied both when
 sampling and when computing log-probabilities, so the policy sampled from and the policy
 differentiated are the same distribution over the vocabulary without end-of-text.
 
@@ -46,20 +48,23 @@ from engines.lm.sampling import (
     token_logp,
 )
 from engines.lm.settings import LMSettings
-from engines.policy_gradient import loo_baseline, returns_to_go, shaped_rewards
+from engines.policy_gradient import group_advantages, returns_to_go, shaped_rewards
 
 
 # ----------------------------------------------------------------------------- the pieces of one step
 
-def loo_advantages(r: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(G, A): reward-to-go G_t and A_t = G_t - b_t, b the leave-one-out mean of the other K-1 replies.
+def reply_advantages(r: torch.Tensor, K: int, advantage: str = "loo") -> tuple[torch.Tensor, torch.Tensor]:
+    """(G, A): reward-to-go G_t and its advantage A_t over the K replies to the same prompt, position by position.
 
-    `r` is (N, T) with the K replies to each prompt in consecutive rows.
+    `r` is (N, T) with the K replies to each prompt in consecutive rows. 'loo' is the seed's
+    A_t = G_t - b_t, b the leave-one-out mean of the other K-1 replies; 'mean', 'grpo' and
+    'none' are engines.policy_gradient.group_advantages's (GRPO standardises G_t over the
+    group at each t, which with beta = 0 is the whole reply's reward, as DeepSeekMath does).
     """
     N, T = r.shape
     G = returns_to_go(r)  # (N, T)
     Gk = G.view(N // K, K, T)  # (prompts, K, T)
-    A = (Gk - loo_baseline(Gk, axis=1)).view(N, T)
+    A = group_advantages(Gk, advantage, axis=1).view(N, T)
     return G, A
 
 
@@ -137,7 +142,7 @@ class LMRun:
         with torch.no_grad():
             kl_tok = logp.detach() - ref_logp  # (N, T) per-token log-ratio
             r = shaped_rewards(logp.detach(), ref_logp, torch.as_tensor(R, dtype=torch.float32, device=dev), s.beta)
-            _, A = loo_advantages(r, K)  # (N, T) advantage of every token
+            _, A = reply_advantages(r, K, s.advantage)  # (N, T) advantage of every token
             entropy = token_entropy(lg.detach()).mean()
         loss = -(A * logp).mean()  # the REINFORCE loss of seed 000 section 6.5
         self.opt.zero_grad(set_to_none=True)

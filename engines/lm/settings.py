@@ -24,6 +24,9 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 """Device choices: 'auto' is CUDA where available, else Apple's mps, else the CPU; 'cuda:N' is also accepted."""
 PROMPT_SETS = ("reviews", "feelings")
 """'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.lm.preferences)."""
+ADVANTAGES = ("loo", "mean", "grpo", "none")
+"""A live run's advantage over its K replies to a prompt (engines.policy_gradient.group_advantages): leave-one-out
+(the seed's, RLOO), the group's mean, GRPO's mean-and-standard-deviation, or none (A = G)."""
 REWARD_PREFIX = "reward-model:"
 """Reward names of the form 'reward-model:PATH' load the reward model saved at PATH (engines.lm.reward_model)."""
 LOCAL_REWARDS = ("vader",)
@@ -107,6 +110,8 @@ class LMSettings(LMSource):
     """Replies sampled per held-out prompt; at least 1."""
     keep_samples: int = 4
     """Replies kept per step for display (one each from the first prompts); 0 to prompts."""
+    advantage: str = "loo"
+    """Advantage over the K replies to a prompt: 'loo' (leave-one-out, the seed's), 'mean', 'grpo' or 'none'."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -119,6 +124,7 @@ class LMSettings(LMSource):
         require(whole(self.eval_every, 1), f"eval_every must be a whole number >= 1, got {self.eval_every}.")
         require(whole(self.eval_prompts, 1) and self.eval_prompts <= 64, f"eval_prompts must lie between 1 and 64, got {self.eval_prompts}.")
         require(whole(self.eval_replies, 1), f"eval_replies must be a whole number >= 1, got {self.eval_replies}.")
+        require(self.advantage in ADVANTAGES, f"advantage must be one of {', '.join(ADVANTAGES)}, got {self.advantage!r}.")
         require(whole(self.keep_samples, 0) and self.keep_samples <= self.prompts, f"keep_samples must lie between 0 and prompts = {self.prompts}, got {self.keep_samples}.")
 
     @property

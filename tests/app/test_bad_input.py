@@ -68,7 +68,7 @@ def test_a_hostile_link_over_the_websocket_builds_a_page_with_a_notice(roomy_ser
 
 CLIENT_VALUES = (None, "", float("nan"), float("inf"), float("-inf"), -1, -1e308, 10**30, "abc", "\x00\x1b[31m", "9" * 100_000)
 """What a page's websocket may carry as a control's new value: an emptied box, a string, NaN, infinities, huge numbers."""
-OWN_PAGES = ("baselines", "bandit", "token_world", "toy_target", "preferences", "reward_model")
+OWN_PAGES = ("baselines", "bandit", "token_world", "toy_target", "preferences", "reward_model", "group_baselines")
 
 
 def build_page(name, monkeypatch, tmp_path):

@@ -461,3 +461,17 @@ def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_pat
     linked = tiny_page(tmp_path, section="runs")  # a link opens its section
     linked.__panel__()
     assert linked.sections.opened == {"runs"} and linked.sections.tabs.active == 3
+
+
+def test_the_advantage_is_a_control_in_the_link_the_config_and_the_runs_table(tmp_path):
+    assert page(query={}).advantage == LMSettings().advantage == "loo"  # the seed's leave-one-out by default
+    pg = tiny_page(tmp_path, advantage="grpo")
+    assert pg.advantage == "grpo" and pg.settings().advantage == "grpo" and not pg.notice.visible
+    assert pg.inputs["advantage"].value == "grpo"
+    pg.start()
+    pg.job.run.join(120)
+    (folder,) = tmp_path.iterdir()
+    assert folder.name.endswith("-beta0.05-grpo") and read_run(folder).config["settings"]["advantage"] == "grpo"
+    assert list(pg.runs_list.table.value["advantage"]) == ["grpo"]
+    bad = page(query={"advantage": "ppo"})
+    assert bad.notice.visible and "not one of" in bad.notice.object and bad.advantage == "loo"

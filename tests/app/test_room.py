@@ -4,6 +4,7 @@ closed tabs, forgeries, a flood), pacing, and the counts of two web processes on
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import re
@@ -220,3 +221,21 @@ def test_the_class_runs_plot_sends_runs_again_only_when_they_changed():
     assert plot.source.data is sent
     plot.show([RunLine("20261206-a", 0.0, "running", [1, 2, 3], [0.1, 0.4, 0.5], [0.0, 0.2, 0.3])])  # a step more
     assert plot.source.data is not sent and plot.source.data["xs"] == [[1, 2, 3]]
+
+
+def test_the_class_runs_are_told_apart_by_advantage_as_well_as_by_beta(tmp_path):
+    from app.jobs.runs import read_run
+    from app.pages.room import line_of
+    from app.pages.room.class_runs import ADVANTAGE_DASH, runs_list_html
+
+    for name, advantage in (("old", None), ("grpo", "grpo")):
+        (tmp_path / name).mkdir()
+        settings = {"beta": 0.0} | ({"advantage": advantage} if advantage else {})
+        (tmp_path / name / "config.json").write_text(json.dumps({"settings": settings}))
+    old, grpo = (line_of(read_run(tmp_path / n), set()) for n in ("old", "grpo"))
+    assert (old.advantage, grpo.advantage) == ("loo", "grpo")  # a run from before the choice trained with leave-one-out
+    plot = ClassRunsPlot()
+    plot.show([old, grpo])
+    assert plot.source.data["dash"] == [ADVANTAGE_DASH["loo"], ADVANTAGE_DASH["grpo"]] and "solid" != ADVANTAGE_DASH["grpo"]
+    assert plot.source.data["label"] == ["old (β 0, loo)", "grpo (β 0, grpo)"]
+    assert "β 0, grpo, interrupted" in runs_list_html([grpo])

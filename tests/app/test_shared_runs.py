@@ -47,7 +47,8 @@ def no_job_left():
 def test_the_key_names_everything_that_fixes_a_runs_numbers_and_no_gpu_run():
     s = LMSettings()
     assert run_key(s, "cpu") == run_key(LMSettings(), "cpu")
-    for other in (LMSettings(beta=0.0), LMSettings(seed=1), LMSettings(T=12), LMSettings(reward="lvwerra/distilbert-imdb")):
+    for other in (LMSettings(beta=0.0), LMSettings(seed=1), LMSettings(T=12), LMSettings(reward="lvwerra/distilbert-imdb"),
+                  LMSettings(advantage="grpo")):
         assert run_key(other, "cpu") != run_key(s, "cpu")
     assert run_key(s, "cuda") is None and run_key(s, "mps") is None
 

@@ -14,4 +14,5 @@ FIGURES = {
     "toy-target": "app.cli.figures.toy_target",
     "bradley-terry": "app.cli.figures.bradley_terry",
     "kl-optimal": "app.cli.figures.kl_optimal",
+    "group-baselines": "app.cli.figures.group_baselines",
 }

@@ -26,8 +26,9 @@ from app.pages.live_run.figures import RunDisplay
 from app.pages.live_run.inputs import SettingsInputs
 from app.pages.live_run.runs_table import RunsTable
 from app.pages.live_run.status import idle_html
-from app.pages.live_run.text import (COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT, PREDICT_CHOICES,
-                                     PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, UNOPENABLE, WHY, watching_sentence)
+from app.pages.live_run.text import (ADVANTAGE_LABELS, COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT,
+                                     PREDICT_CHOICES, PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, UNOPENABLE, WHY,
+                                     watching_sentence)
 from app.serving.limits import bound_controls, clamp_query, current as current_limits
 from app.serving.offered import current as current_offer, download_problem, offer_menu, reward_options, start_problem
 from engines.lm.settings import DEVICES, LMSettings, default_lr
@@ -66,6 +67,7 @@ class LiveRunPage(pn.viewable.Viewer):
     # The highest values of these bounds are the server's limits, set per page (app.serving.limits.LIMITED).
     prompts = LM.integer("prompts", "Prompts per step", bounds=(1, 64))
     replies = LM.integer("replies", "Replies per prompt K", bounds=(2, 16))
+    advantage = LM.selector("advantage", "Advantage over the K replies", objects=ADVANTAGE_LABELS)
     T = LM.integer("T", "Reply length T (tokens)", bounds=(1, 64))
     seed = LM.integer("seed", "Seed", bounds=(0, 999_999))
     device = LM.selector("device", "Device", objects=list(DEVICES),

@@ -34,6 +34,7 @@ class SettingsInputs(pn.viewable.Viewer):
             "model": pn.widgets.Select.from_param(page.param.model, width=330),
             "reward": pn.widgets.Select.from_param(page.param.reward, width=220),
             "device": pn.widgets.Select.from_param(page.param.device, width=110),
+            "advantage": pn.widgets.Select.from_param(page.param.advantage, width=200),
             "lr": number_box(page, "lr", say, width=160),
             "beta": number_box(page, "beta", say, width=160),
             "at_pace": pn.widgets.Checkbox.from_param(page.param.at_pace),
@@ -55,7 +56,7 @@ class SettingsInputs(pn.viewable.Viewer):
         return pn.Column(
             pn.Row(w["model"], w["reward"], w["device"]),
             pn.Row(w["beta"], w["lr"], w["steps"], w["seed"], w["new_seed"]),
-            pn.Row(w["prompts"], w["replies"], w["T"]),
+            pn.Row(w["prompts"], w["replies"], w["advantage"], w["T"]),
             pn.Row(w["eval_every"], w["eval_prompts"], w["eval_replies"]),
             w["at_pace"],
         )

@@ -13,7 +13,8 @@ INTRO = (
     "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
     "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
     "log-odds; REINFORCE with a leave-one-out baseline over the K replies to each prompt makes the "
-    "well-scored replies more likely. The KL penalty (section 6.12) charges every token for its "
+    "well-scored replies more likely (the advantage menu swaps it for the group's mean, GRPO's or none; "
+    "the page Group baselines compares them exactly). The KL penalty (section 6.12) charges every token for its "
     "log-ratio to the frozen starting model. The default model is the project's own small "
     "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
     "because GPT-2 cannot be downloaded everywhere; the model menu holds the others this server offers. "
@@ -71,6 +72,8 @@ FROM_FILES = "The run {run} is shown from its files."
 LEFT = "You left the run after step {step}; it trains on for the {others} other learner(s) watching it."
 UNOPENABLE = ("The run {run!r} cannot be opened here: its reward model is gone, or its settings are beyond what "
               "this server allows.")
+ADVANTAGE_LABELS = {"leave-one-out (the seed's)": "loo", "group mean": "mean", "GRPO (÷ std)": "grpo", "none": "none"}
+"""The advantage menu's labels, by engines.lm.settings.ADVANTAGES's value."""
 RUN_NAME_PATTERN = r"^[A-Za-z0-9._-]{0,200}$"
 """A run's folder name, as a link may carry it: nothing that could leave the runs folder."""
 SECTIONS = {

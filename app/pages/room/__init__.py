@@ -44,10 +44,11 @@ INTRO = ("Only you see this view. Learners are counted on a page while it is ope
 
 def line_of(run: Run, running: set[str]) -> RunLine:
     """A run folder as the class's runs plot draws it."""
-    beta = run.config.get("settings", {}).get("beta", math.nan)
+    settings = run.config.get("settings", {})
+    beta, advantage = settings.get("beta", math.nan), settings.get("advantage", RunLine.advantage)
     return RunLine(run.id, float(beta) if isinstance(beta, (int, float)) else math.nan, run_status(run, running),
                    [m.get("step") for m in run.metrics], [m.get("reward", math.nan) for m in run.metrics],
-                   [m.get("kl", math.nan) for m in run.metrics])
+                   [m.get("kl", math.nan) for m in run.metrics], str(advantage))
 
 
 def learners_html(counts: Counts, titles: dict[str, str]) -> str:

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines.lm.reinforce import LMRun, distinct_n, loo_advantages
+from engines.lm.reinforce import LMRun, distinct_n, reply_advantages
 from engines.lm.results import EvalResult, StepResult, worked_example
 from engines.lm.sampling import reply_logits, sample_replies, token_logp
 from engines.lm.settings import SEED_LR, LMSettings, default_lr
@@ -67,7 +67,7 @@ def test_seed_worked_example_rows():
 @given(st.integers(1, 4), st.integers(2, 5), st.integers(1, 6), st.integers(0, 10_000))
 def test_leave_one_out_against_a_loop(prompts, K, T, seed):
     r = torch.from_numpy(np.random.default_rng(seed).normal(size=(prompts * K, T)))
-    G, A = loo_advantages(r, K)
+    G, A = reply_advantages(r, K)
     for i in range(prompts * K):
         first = (i // K) * K
         Gi = [sum(float(r[i, u]) for u in range(t, T)) for t in range(T)]
@@ -76,6 +76,27 @@ def test_leave_one_out_against_a_loop(prompts, K, T, seed):
             b = sum(sum(float(r[j, u]) for u in range(t, T)) for j in others) / (K - 1)
             assert float(G[i, t]) == pytest.approx(Gi[t], abs=1e-9)
             assert float(A[i, t]) == pytest.approx(Gi[t] - b, abs=1e-9)
+
+
+@pytest.mark.parametrize("advantage", ["mean", "grpo", "none"])
+def test_the_other_advantages_against_a_loop(advantage):
+    """Position by position over the K replies to one prompt: G - mean(G), (G - mean)/(sample sd + 1e-4), or G."""
+    prompts, K, T = 3, 4, 5
+    r = torch.from_numpy(np.random.default_rng(7).normal(size=(prompts * K, T)))
+    G, A = reply_advantages(r, K, advantage)
+    for first in range(0, prompts * K, K):
+        for t in range(T):
+            group = [float(G[j, t]) for j in range(first, first + K)]
+            mean = sum(group) / K
+            sd = (sum((g - mean) ** 2 for g in group) / (K - 1)) ** 0.5
+            for j, g in zip(range(first, first + K), group):
+                expected = {"mean": g - mean, "grpo": (g - mean) / (sd + 1e-4), "none": g}[advantage]
+                assert float(A[j, t]) == pytest.approx(expected, abs=1e-9)
+
+
+def test_an_unknown_advantage_is_refused_in_one_sentence():
+    with pytest.raises(ValueError, match="advantage must be one of loo, mean, grpo, none, got 'ppo'."):
+        LMSettings(advantage="ppo")
 
 
 # ----------------------------------------------------------------------------- settings and small helpers
