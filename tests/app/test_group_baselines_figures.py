@@ -77,8 +77,8 @@ def test_a_link_that_opens_the_training_tab_trains_once_the_browser_has_the_page
     pg.__panel__()
     assert "training" in pg.sections.opened  # built with the page (outside a server, onload runs at once)
     pg._start()  # what the browser's onload calls: the run starts (afresh, if already under way)
-    pg.training_job.run.join(60)
-    assert len(pg.curves.data["step"]) == 21
+    pg.training.job.run.join(60)
+    assert len(pg.training.curves.data["step"]) == 21
     pg.close()
 
 
@@ -95,10 +95,10 @@ def test_the_page_moves_its_numbers_and_trains_when_its_section_opens():
     pg.param.update(steps=20, seeds=2)
     pg.section = "training"
     deadline = time.monotonic() + 60
-    while len(pg.curves.data["step"]) < 21 and time.monotonic() < deadline:
+    while len(pg.training.curves.data["step"]) < 21 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(pg.curves.data["step"]) == 21
-    np.testing.assert_allclose(pg.curves.data["loo"][0], (0.5 + 0.2) / 2)
+    assert len(pg.training.curves.data["step"]) == 21
+    np.testing.assert_allclose(pg.training.curves.data["loo"][0], (0.5 + 0.2) / 2)
     pg.close()
 
 

@@ -13,18 +13,16 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app.pages.group_baselines.figures import (TRAINING_COLUMNS, bar_columns, bars_figure, exact_metrics, training_columns,
-                                               training_figure)
-from app.pages.group_baselines.text import (EQUATION, EXAMPLE_NOTE, INTRO, METRICS, NOTICE, PREDICT, SECTIONS, TRAINING_TITLE,
-                                            UNBIASED_ANSWER, UNBIASED_CHOICES, UNBIASED_EXPLANATION, UPDATES_TITLE,
-                                            VARIANCE_TITLE, WHY, example_table_html, no_signal_card, summary_text,
-                                            training_text)
+from app.pages.group_baselines.figures import bar_columns, bars_figure, exact_metrics
+from app.pages.group_baselines.jobs import GroupTrainingRuns
+from app.pages.group_baselines.text import (EQUATION, EXAMPLE_NOTE, INTRO, METRICS, NOTICE, PREDICT, SECTIONS, UNBIASED_ANSWER,
+                                            UNBIASED_CHOICES, UNBIASED_EXPLANATION, UPDATES_TITLE, VARIANCE_TITLE, WHY,
+                                            example_table_html, no_signal_card, summary_text)
 from app.pages.toy_target.text import TABLE_CSS
 from app.serving import limits
-from engines.group_baselines import GroupBaselinesSettings, GroupTraining, exact_moments, train
+from engines.group_baselines import GroupBaselinesSettings, exact_moments
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
-from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
@@ -69,12 +67,9 @@ class GroupBaselinesPage(pn.viewable.Viewer):
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
         self.bars = ColumnDataSource({"x": [], "expected": [], "variance": [], "true": [], "ratio": []}, name="updates")
-        self.curves = ColumnDataSource({k: [] for k in TRAINING_COLUMNS}, name="training")
         self.summary = Summary()
         self.metrics = MetricRow(METRICS)
-        self.training_line = pn.pane.HTML(sizing_mode="stretch_width")
-        self.training_job = JobView(self._apply_training, self.start_training, seed=self.param.seed,
-                                    time_limit=limits.current().compute_seconds)
+        self.training = GroupTrainingRuns(self.settings, self.param.seed, limits.current().compute_seconds)
         self._started = False
         """Whether the browser has the page: a training run waits for it (`_start`)."""
         self.guide = session_guide()
@@ -92,7 +87,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
     def _start(self) -> None:
         self._started = True
         if "training" in self.sections.opened:
-            self.start_training()
+            self.training.start()
 
     def settings(self) -> GroupBaselinesSettings:
         """The engine's settings of the controls now (ValueError with its sentence if refused)."""
@@ -101,7 +96,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
     def _opened(self, section: str) -> None:
         # Training runs only once its section is open: a visit that never looks at it costs no run.
         if section == "training" and self._started:
-            self.start_training()
+            self.training.start()
 
     def _changed(self, *events):
         names = {e.name for e in events}
@@ -109,7 +104,7 @@ class GroupBaselinesPage(pn.viewable.Viewer):
             if names & {"p_easy", "p_hard", "K"}:
                 self._show_exact()
             if names & self.TRAINING and "training" in self.sections.opened and self._started:
-                self.training_job.restart_soon()
+                self.training.job.restart_soon()
 
     def _show_exact(self) -> None:
         """The exact moments at the current p₁, p₂, K: milliseconds, so on the UI thread at every slider step."""
@@ -118,19 +113,8 @@ class GroupBaselinesPage(pn.viewable.Viewer):
         self.metrics.update(**exact_metrics(ex))
         self.summary.show(summary_text(ex, self.K))
 
-    def start_training(self) -> None:
-        """Train every estimator over the seeds afresh; a run under way is cancelled."""
-        settings = self.settings()
-        self.training_job.start(lambda: train(settings, chunk=10))
-
     def close(self) -> None:
-        self.training_job.stop()
-
-    def _apply_training(self, run: GroupTraining) -> None:
-        self.training_job.controls.progress = (len(run.steps) - 1) / self.steps
-        with one_update():
-            self.curves.data = training_columns(run)
-            self.training_line.object = training_text(run, self.steps)
+        self.training.job.stop()
 
     # --- layout --------------------------------------------------------------------------
 
@@ -150,13 +134,8 @@ class GroupBaselinesPage(pn.viewable.Viewer):
         )
 
     def _training_section(self):
-        return pn.Column(
-            self.training_job.view(slider(self.param.lr, width=170), slider(self.param.seeds, width=170),
-                                   slider(self.param.steps, width=170)),
-            plot_with_downloads(training_figure(self.curves), {"training": self.curves}, TRAINING_TITLE),
-            self.training_line,
-            sizing_mode="stretch_width",
-        )
+        return self.training.view(slider(self.param.lr, width=170), slider(self.param.seeds, width=170),
+                                  slider(self.param.steps, width=170))
 
     def __panel__(self):
         return pn.Column(
