@@ -29,7 +29,7 @@ from app.serving import limits
 from engines.toy_target import (ESTIMATORS, LAB_T, LAB_V, Batches, ToyTargetSettings, TrainingSnapshot, coordinate, draw_batches,
                                 draw_target, train)
 from widgets.downloads import csv_download, plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.job_view import JobView
 from widgets.metrics import MetricRow
@@ -228,21 +228,20 @@ class ToyTargetPage(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        experiment = pn.Row(slider(self.param.samples, width=300), slider(self.param.batches, width=300),
-                            pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None))
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.start_card, self.ranking_card)),
-            experiment,
-            pn.Row(pn.pane.Markdown(COMPARED_LABEL, margin=(8, 10)), pn.widgets.RadioButtonGroup.from_param(self.param.estimator)),
-            self.experiment_job.controls,
-            self.experiment_job.notice,
-            self.summary,
-            self.metrics,
-            self.sections,
-            sizing_mode="stretch_width",
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.start_card, self.ranking_card), notices=(self.notice,),
+            controls=(slider(self.param.samples, width=300), slider(self.param.batches, width=300)),
+            figures=(self.sections,),
+            more=(
+                pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None),
+                pn.pane.Markdown(COMPARED_LABEL, margin=(8, 10, 0, 10)),
+                pn.widgets.RadioButtonGroup.from_param(self.param.estimator),
+                self.experiment_job.controls,
+                self.experiment_job.notice,
+                self.summary,
+                self.metrics,
+            ),
         )
-
 
 def page(query: dict[str, str] | None = None) -> ToyTargetPage:
     """A fresh page for one browser session (its controls read from the link's query)."""
