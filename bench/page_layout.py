@@ -55,6 +55,7 @@ def measure(page, url: str, scroll: bool) -> dict | None:
     page.goto(url)
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
     page.locator(".bk-Canvas").first.wait_for(state="attached", timeout=30_000)
+    page.locator("[role=switch]:not([disabled])").first.wait_for(state="attached", timeout=30_000)  # the guide state is in
     page.wait_for_timeout(1500)  # the parts behind the questions and the laid-out rows arrive after the first drawing
     return page.evaluate(FIRST_SLIDER_AND_PLOT, scroll)
 

@@ -22,7 +22,7 @@ and the same parts move when the screen narrows, with no server round trip.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import panel as pn
 import param
@@ -64,30 +64,28 @@ FOLD_CSS = ".bk-btn { text-align: left; font-weight: 600; white-space: normal; }
 
 
 class Fold(pn.viewable.Viewer):
-    """A button that shows or hides what it holds, one click each way; `content`, a function, is called for it the first
-    time it opens, so a fold never opened costs the visit nothing of it.
+    """A button that shows or hides what it holds, one click each way.
 
-    A toggle and a column rather than Panel's Card: a Card drawn folded makes Bokeh lay out the document before a
-    data table further down has drawn itself (a page error on the reward-models page, Bokeh 3.9).
+    The content is built with the page, not when first opened: a LaTeX pane arriving later would have the browser
+    fetch KaTeX from its CDN, which an offline room cannot reach. A toggle and a column rather than Panel's Card: a
+    Card drawn folded makes Bokeh lay out the document before a data table further down has drawn itself (a page
+    error on the reward-models page, Bokeh 3.9).
     """
 
     open = param.Boolean(default=False, doc="The content is shown.")
 
-    def __init__(self, title: str, content: Callable[[], object], **params):
+    def __init__(self, title: str, content, **params):
         super().__init__(**params)
-        self._title, self._content = title, content
-        self.button = pn.widgets.Toggle.from_param(self.param.open, name=self._label(), button_type="light",
+        self._title = title
+        self.button = pn.widgets.Toggle.from_param(self.param.open, name=self._label(), color="light",
                                                    sizing_mode="stretch_width", stylesheets=[FOLD_CSS], margin=(2, 10))
-        self.body = pn.Column(sizing_mode="stretch_width", visible=False)
-        self._shown()
+        self.body = pn.Column(content, sizing_mode="stretch_width", visible=self.open)
 
     def _label(self) -> str:
         return f"{'▾' if self.open else '▸'} {self._title}"
 
     @param.depends("open", watch=True)
     def _shown(self) -> None:
-        if self.open and not self.body.objects:
-            self.body.objects = [self._content()]
         self.body.visible = self.open
         self.button.name = self._label()
 
@@ -110,14 +108,14 @@ def figure_first(
     """A page laid out figure first (see the module's docstring).
 
     `summary` is the page's one sentence, shown first; `prose` is (introduction, equation in LaTeX, what to notice,
-    why this page or None), folded under `ABOUT_TITLE` and built when first opened; its "What to notice" stays
+    why this page or None), folded under `ABOUT_TITLE`; its "What to notice" stays
     hidden until the last of `cards` (`PredictionCard`s, shown before the demo) is answered. `notices` (a link's
     ignored values, a file's error) come first of all; `controls_width` is the controls' column's widest, in px. The
     other arguments are lists of Panel objects (see the module's docstring).
     """
     intro, formula, notice, why = prose
     last_card = tuple(cards)[-1] if cards else None
-    about = Fold(ABOUT_TITLE, lambda: equation_card(intro, formula, notice, why=why, prediction=last_card))
+    about = Fold(ABOUT_TITLE, equation_card(intro, formula, notice, why=why, prediction=last_card))
     demo = pn.Column(
         pn.Column(*controls, sizing_mode="stretch_width", stylesheets=[COLUMN_CSS], css_classes=["fl-controls"]),
         pn.Column(*figures, sizing_mode="stretch_width", css_classes=["fl-figures"]),

@@ -133,3 +133,40 @@ def test_two_tabs_pressing_start_on_the_same_settings_watch_the_same_steps(open_
     trained = [f for f in runs_dir.iterdir() if (f / "config.json").is_file() and read_run(f).config["settings"]["seed"] == 7717]
     assert len(trained) == 1 and [m["reward"] for m in read_run(trained[0]).metrics] == shown[0]
     second.close()
+
+
+RUN_IN_VIEW = """
+() => {
+  const all = [];
+  const walk = (root) => { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot) } };
+  walk(document);
+  const first = (test) => all.find((el) => test(el) && el.checkVisibility() && el.getBoundingClientRect().width > 0);
+  const parts = { step: first((el) => el.matches('.fl-metric[data-key=step]')), curve: first((el) => el.classList.contains('bk-Figure')),
+                  reply: first((el) => el.matches('.fl-sample')) };
+  return Object.fromEntries(Object.entries(parts).map(([name, el]) => {
+    const box = el && el.getBoundingClientRect();
+    return [name, box ? [Math.round(box.top), Math.round(box.bottom)] : null];
+  }));
+}
+"""
+"""The window-relative [top, bottom] of the step counter, the reward curve and the first of the newest replies."""
+
+
+def test_after_start_the_step_the_curve_and_the_replies_are_in_a_laptops_window(page, open_page, console_errors):
+    page.set_viewport_size({"width": 1366, "height": 768})
+    open_page("live-run", TINY)
+    settings = page.locator(".bk-input-group", has_text="Training steps")
+    expect(settings).to_be_visible()
+    button(page, "Start").click()
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('metrics').data.step.length >= 1", timeout=60_000)
+    expect(page.locator(".fl-sample").first).to_be_attached()
+    expect(settings).to_be_hidden()  # folded away once the run started
+    page.wait_for_timeout(500)  # the fold's closing moves the curve up
+    parts = page.evaluate(RUN_IN_VIEW)
+    for name, box in parts.items():
+        assert box is not None and box[0] >= 0 and box[1] <= 768, f"{name} at {box}: {parts}"
+    page.get_by_role("button", name=re.compile("The run's settings")).click()  # one click brings them back
+    expect(settings).to_be_visible()
+    button(page, "Stop").click()
+    expect(button(page, "Start")).to_be_enabled(timeout=30_000)
+    assert console_errors == []

@@ -99,7 +99,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.job = JobView(self._show_state, self.start, on_done=self._done, on_stop=self.stop, on_pause=self.pause,
                            on_resume=self.resume, completed=lambda: self._state is not None and self._state.step >= self._state.settings.steps)
         self.inputs = SettingsInputs(self, self.job.fail)
-        self.settings_fold = Fold(SETTINGS_TITLE, lambda: self.inputs, open=True)
+        self.settings_fold = Fold(SETTINGS_TITLE, self.inputs, open=True)
         self.runs_list = RunsTable(self.runs_dir, SECTIONS["runs"], COMPARE, self._draw_overlays, self.refresh_runs,
                                    on_open=self.open_run)
         self.param.watch(self._model_changed, "model")
