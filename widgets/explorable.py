@@ -53,7 +53,7 @@ def demo_css(width: int = CONTROLS_WIDTH) -> str:
 
 COLUMN_CSS = ":host > * { max-width: 100%; max-width: -webkit-fill-available; }"
 """The controls' columns: no part wider than the column (a button group or a row then wraps: assets/page.html)."""
-LEAD_CSS = "p { margin: 0 0 0.3em 0; }"
+LEAD_STYLE = "margin: 0 0 0.3em 0;"
 """The summary sentence close under the page's title (a paragraph's margins are 1em each side)."""
 ABOUT_TITLE = "About this page: the idea, its equation, what to notice"
 """The header of the folded prose."""
@@ -103,6 +103,8 @@ def figure_first(
     more: Sequence = (),
     after: Sequence = (),
     notices: Sequence = (),
+    guard=None,
+    guard_note: str = "the demo",
     controls_width: int = CONTROLS_WIDTH,
 ) -> pn.Column:
     """A page laid out figure first (see the module's docstring).
@@ -110,7 +112,8 @@ def figure_first(
     `summary` is the page's one sentence, shown first; `prose` is (introduction, equation in LaTeX, what to notice,
     why this page or None), folded under `ABOUT_TITLE`; its "What to notice" stays
     hidden until the last of `cards` (`PredictionCard`s, shown before the demo) is answered. `notices` (a link's
-    ignored values, a file's error) come first of all; `controls_width` is the controls' column's widest, in px. The
+    ignored values, a file's error) come first of all. `guard`, a `PredictionCard`, keeps the whole demo hidden until
+    it is answered ("Answer the question above to see `guard_note`" in its place); `controls_width` is the controls' column's widest, in px. The
     other arguments are lists of Panel objects (see the module's docstring).
     """
     intro, formula, notice, why = prose
@@ -122,5 +125,7 @@ def figure_first(
         pn.Column(*more, sizing_mode="stretch_width", stylesheets=[COLUMN_CSS], css_classes=["fl-more"]),
         sizing_mode="stretch_width", stylesheets=[demo_css(controls_width)], css_classes=["fl-demo"],
     )
-    lead = pn.pane.HTML(f'<p class="fl-lead">{summary}</p>', sizing_mode="stretch_width", margin=(0, 10), stylesheets=[LEAD_CSS])
+    if guard is not None:
+        demo = guard.guard(demo, note=guard_note)
+    lead = pn.pane.HTML(f'<p class="fl-lead" style="{LEAD_STYLE}">{summary}</p>', sizing_mode="stretch_width", margin=(0, 10))
     return pn.Column(*notices, lead, about, *cards, demo, *after, sizing_mode="stretch_width")

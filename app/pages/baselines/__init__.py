@@ -84,13 +84,13 @@ class BaselinesPage(pn.viewable.Viewer):
     def __panel__(self):
         return figure_first(
             summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
-            controls=(self.predict_card.guard(slider(self.param.p, width=300), slider(self.param.b, width=300), note="the demo"),),
-            figures=(self.predict_card.guard(section_heading(DEMO_HEADING), plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
-                                             placeholder=False),),
-            more=(self.predict_card.guard(self.summary, self.metrics, placeholder=False),),
-            after=(self.predict_card.guard(section_heading(TABLE_HEADING), self.table, placeholder=False), self.shift_card),
+            controls=(slider(self.param.p, width=300), slider(self.param.b, width=300)),
+            figures=(section_heading(DEMO_HEADING), plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
+                     section_heading(TABLE_HEADING), self.table),
+            more=(self.summary, self.metrics),
+            after=(self.shift_card,),
+            guard=self.predict_card,
         )
-
 
 def page(query: dict[str, str] | None = None) -> BaselinesPage:
     """A fresh page for one browser session (its controls read from the link's query)."""
