@@ -18,9 +18,8 @@ def equation_card(intro: str, formula: str, notice: str, *, why: str | None = No
     """"Why this page" (Markdown), the introduction, the equation (LaTeX, without the $$), a "What to notice" line.
 
     `why`, when given, opens the card: one paragraph on what the page is for.
-    `prediction`, a `widgets.predict.PredictionCard` or a tuple of them, is asked after the
-    equation; the "What to notice" line, which gives the answer away, stays hidden until the
-    (last) card is answered.
+    `prediction`, a `widgets.predict.PredictionCard`, is the page's last card (the page places its cards,
+    `widgets.explorable`): the "What to notice" line, which gives the answer away, stays hidden until it is answered.
     """
     parts = []
     if why:
@@ -31,8 +30,7 @@ def equation_card(intro: str, formula: str, notice: str, *, why: str | None = No
     ]
     notice_pane = pn.pane.Markdown(f"**What to notice.** {notice}", sizing_mode="stretch_width", margin=(0, 10))
     if prediction is not None:
-        cards = prediction if isinstance(prediction, tuple) else (prediction,)
-        parts += [*cards, cards[-1].guard(notice_pane, placeholder=False)]
+        parts.append(prediction.guard(notice_pane, placeholder=False))
     else:
         parts.append(notice_pane)
     return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["equation-card"])

@@ -262,6 +262,9 @@ class MessagingComponent(JSComponent):
 class CardView(MessagingComponent):
     """A card as the browser draws it: one element for the question, its choices, Reveal, the verdict and "Ask me again".
 
+    Once answered, or with the prompts off, the card is one line, the question, that opens onto the verdict and the
+    explanation (open straight after Reveal): it sits above the demo and takes no more room than it needs.
+
     Seven Panel components drawn the usual way cost a page visit about 17 Bokeh models and
     75 ms of server CPU per card; this one is a single component. The browser sends
     {"commit": choice} when Reveal is pressed and {"forget": true} for "Ask me again";
@@ -291,9 +294,12 @@ class CardView(MessagingComponent):
       .fl-verdict-right { color: #009E73; font-weight: 700; }
       .fl-verdict-wrong { color: #D55E00; font-weight: 700; }
       .fl-counted { font-size: 0.85em; opacity: 0.8; margin: 0.2em 0; }
+      summary { cursor: pointer; margin: 0.3em 0; }
+      summary > div, summary > div > p { display: inline; }
     `
     export function render({ model, el }) {
       const name = 'choice-' + Math.random().toString(36).slice(2)
+      let revealed = false
       const block = (html) => { const div = document.createElement('div'); div.innerHTML = html; return div }
       const draw = () => {
         const style = document.createElement('style')
@@ -319,7 +325,7 @@ class CardView(MessagingComponent):
           }
           reveal.addEventListener('click', () => {
             const picked = list.querySelector('input:checked')
-            if (picked) { model.send_msg({ commit: picked.value }) }
+            if (picked) { revealed = true; model.send_msg({ commit: picked.value }) }
           })
           parts.push(list, reveal)
           if (model.counted) {
@@ -329,14 +335,21 @@ class CardView(MessagingComponent):
             parts.push(line)
           }
         } else {
-          parts.push(block(model.verdict), block(model.explanation))
+          // Answered (or prompts off): one line, the question, which opens onto the verdict and the explanation;
+          // open at once when the learner has just pressed Reveal.
+          const fold = document.createElement('details')
+          fold.open = revealed
+          const line = document.createElement('summary')
+          line.append(parts.pop())
+          fold.append(line, block(model.verdict), block(model.explanation))
           if (model.again) {
             const again = document.createElement('button')
             again.className = 'fl-again'
             again.textContent = 'Ask me again'
-            again.addEventListener('click', () => model.send_msg({ forget: true }))
-            parts.push(again)
+            again.addEventListener('click', () => { revealed = false; model.send_msg({ forget: true }) })
+            fold.append(again)
           }
+          parts.push(fold)
         }
         el.replaceChildren(...parts)
       }

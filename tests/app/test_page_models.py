@@ -22,12 +22,14 @@ from bench.bench_page_build import builders, prompts, visit
 from bench.bench_slider_moves import next_value, sliders
 
 FIRST_VISIT = {"": 35, "baselines": 45, "toy-target": 135, "bandit": 80, "token-world": 140, "kl": 62, "preferences": 56,
-               "live-run": 150, "reward-model": 145, "group-baselines": 47}
+               "live-run": 165, "reward-model": 145, "group-baselines": 47}
 """Ceilings of a first visit (measured: index 30, baselines 40, toy target 122, bandit 70, token world 126, KL 55,
-preferences 50, live run 137, reward models 132; group baselines 42 on 2026-12-07)."""
+preferences 50, live run 137, reward models 132; on 2026-12-07, with the figure-first layout and the live run's
+advantage menu, live run 157 and group baselines 43)."""
 ANSWERED = {"": 35, "baselines": 135, "toy-target": 135, "bandit": 230, "token-world": 141, "kl": 176, "preferences": 173,
-            "live-run": 150, "reward-model": 146, "group-baselines": 141}
-"""Ceilings with every card answered (measured: 30, 123, 123, 210, 128, 160, 157, 137, 133; group baselines 128)."""
+            "live-run": 165, "reward-model": 146, "group-baselines": 141}
+"""Ceilings with every card answered (measured: 30, 123, 123, 210, 128, 160, 157, 137, 133; on 2026-12-07 live run 158,
+group baselines 135)."""
 MODEL_PAGES = {"live-run", "reward-model"}
 """Pages whose visit starts model work on the cluster: what it has finished by then (a gold score's lines) adds models."""
 

@@ -91,14 +91,13 @@ def test_invalid_cards_and_choices_are_refused():
         card(Guide()).commit("median")
 
 
-def test_equation_card_hides_what_to_notice_until_the_last_card_is_answered():
+def test_equation_card_hides_what_to_notice_until_its_card_is_answered():
     guide = Guide()
     first, last = card(guide, "p/one"), card(guide, "p/two")
-    layout = equation_card("intro", "x = 1", "the answer", why="why", prediction=(first, last))
+    layout = equation_card("intro", "x = 1", "the answer", why="why", prediction=last)
     texts = [getattr(part, "object", "") for part in layout]
     assert texts[0] == "**Why this page.** why" and texts[1] == "intro"
-    assert layout[3] is first.__panel__() and layout[4] is last.__panel__()
-    notice = layout[5][0]
+    notice = layout[3][0]
     assert not notice.visible and len(notice) == 0  # not built while hidden
     first.commit("mean")
     assert not notice.visible

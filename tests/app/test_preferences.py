@@ -62,7 +62,7 @@ def test_same_seed_same_sample_and_new_seed_button(monkeypatch):
     assert set(np.unique(a["gap"])) <= set(SEED_GAPS)
     monkeypatch.setattr("widgets.run_controls.secrets.randbelow", lambda high: 42)
     pg = page(query={"seed": "5"})
-    button = pg.__panel__()[2][2][1][1]
+    button = pg.__panel__()[5][2][1][1]  # the demo's more: the seed's row, its button
     button.clicks += 1
     assert pg.seed == 42
     assert f"(seed {pg.seed})" in pg.summary.object
@@ -77,7 +77,7 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
 
 def test_the_predictions_guard_the_ceiling_until_answered():
     pg = page(query={})
-    placeholder, results = pg.__panel__()[3]
+    placeholder, results = pg.__panel__()[5][1][0]  # the demo's figures: their placeholder, then the plots
     assert placeholder.visible and not results.visible
     assert pg.compare_card.answer == "comparisons" and pg.ceiling_card.answer == "ceiling"
     assert "about 0.79" in pg.ceiling_card.choices["ceiling"]

@@ -4,6 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from app.pages import available_pages
+from bench.page_layout import ANALYTIC, FIRST_SLIDER_AND_PLOT
 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 3}
@@ -97,4 +98,14 @@ def test_slider_moves_by_touch(open_page, console_errors, slider_handle, slider_
     before = slider_value(page, "Baseline b")
     page.touchscreen.tap(box["x"] + 0.9 * box["width"], box["y"] + box["height"] / 2)
     expect(page.locator(".bk-slider-title", has_text="Baseline b")).not_to_have_text(f"Baseline b: {before}")
+    assert console_errors == []
+
+
+@pytest.mark.parametrize("route", ANALYTIC)
+def test_first_plot_is_in_view_with_the_first_slider_at_the_top(open_page, console_errors, route):
+    page = open_page(route)
+    page.wait_for_timeout(1000)  # rows wrap and plots take their width once Bokeh has laid the page out
+    found = page.evaluate(FIRST_SLIDER_AND_PLOT, True)
+    assert found is not None, "no slider or no plot shown"
+    assert found["inView"], f"slider at {found['slider']}, plot at {found['plot']} px, screen {found['height']} px high"
     assert console_errors == []

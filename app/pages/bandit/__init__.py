@@ -28,7 +28,7 @@ from engines.bandit import (
     MEANS, BanditSettings, BanditTrainingSettings, arm_sums_of_noise, coordinate_histograms, exact_gradient,
     expected_return, noise_sums, one_sample_arms, optimal_baseline, summarise_sums,
 )
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
@@ -213,30 +213,22 @@ class BanditPage(pn.viewable.Viewer):
         return self.training.section(pn.Row(*(slider(self.param[name], width=220) for name in ("seeds", "steps", "lr"))), self.arm_card)
 
     def __panel__(self):
-        bandit = pn.Column(
-            section_heading(POLICY_HEADING),
-            pn.Row(*(slider(self.param[name], width=200) for name in ARM_MEANS)),
-            pn.Row(
-                slider(self.param.sd, width=200),
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
+            controls=(section_heading(POLICY_HEADING), *(slider(self.param[name], width=260) for name in ARM_MEANS)),
+            figures=(self.sections,),
+            more=(
+                slider(self.param.sd, width=260),
                 labelled_buttons(self.param.prefer),
-                slider(self.param.logit, width=220, visible=self.param.prefer.rx() != 0),
+                slider(self.param.logit, width=260, visible=self.param.prefer.rx() != 0),
+                section_heading(ESTIMATE_HEADING),
+                slider(self.param.b, width=260),
+                pn.Row(self.b_to_V, self.b_to_star),
+                slider(self.param.samples, width=260, format="0,0"),
+                seed_control(self.param.seed),
+                self.predict_card.guard(self.summary, self.metrics, placeholder=False),
             ),
         )
-        estimate = pn.Column(
-            section_heading(ESTIMATE_HEADING),
-            pn.Row(slider(self.param.b, width=260), self.b_to_V, self.b_to_star, slider(self.param.samples, width=260, format="0,0")),
-            seed_control(self.param.seed),
-        )
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
-            bandit,
-            estimate,
-            self.predict_card.guard(self.summary, self.metrics, placeholder=False),
-            self.sections,
-            sizing_mode="stretch_width",
-        )
-
 
 def page(query: dict[str, str] | None = None) -> BanditPage:
     """A fresh page for one browser session (its controls read from the link's query)."""

@@ -18,7 +18,7 @@ from app.pages.baselines.text import (
 )
 from engines.two_action import R1, R2, TwoActionDemoSettings, two_action_estimates
 from widgets.downloads import plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
@@ -82,23 +82,15 @@ class BaselinesPage(pn.viewable.Viewer):
         self.metrics.update(g1=s.g1, g2=s.g2, mean=s.mean, sd=s.sd, cross=s.cross)
 
     def __panel__(self):
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
-            section_heading(DEMO_HEADING),
-            self.predict_card.guard(
-                pn.Row(slider(self.param.p, width=320), slider(self.param.b, width=320)),
-                self.summary,
-                self.metrics,
-                plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
-                section_heading(TABLE_HEADING),
-                self.table,
-                note="the demo",
-            ),
-            self.shift_card,
-            sizing_mode="stretch_width",
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
+            controls=(slider(self.param.p, width=300), slider(self.param.b, width=300)),
+            figures=(section_heading(DEMO_HEADING), plot_with_downloads(self.figure, {"lines": self.lines, "dots": self.dots}),
+                     section_heading(TABLE_HEADING), self.table),
+            more=(self.summary, self.metrics),
+            after=(self.shift_card,),
+            guard=self.predict_card,
         )
-
 
 def page(query: dict[str, str] | None = None) -> BaselinesPage:
     """A fresh page for one browser session (its controls read from the link's query)."""

@@ -22,7 +22,7 @@ from app.pages.toy_target.text import TABLE_CSS
 from app.serving import limits
 from engines.group_baselines import GroupBaselinesSettings, exact_moments
 from widgets.downloads import plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
@@ -138,13 +138,13 @@ class GroupBaselinesPage(pn.viewable.Viewer):
                                   slider(self.param.steps, width=170))
 
     def __panel__(self):
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.unbiased_card),
-            pn.Row(slider(self.param.p_easy, width=240), slider(self.param.p_hard, width=240), slider(self.param.K, width=240)),
-            self.unbiased_card.guard(self.summary, self.metrics, self.sections, note="the estimators' updates"),
-            self.no_signal_card,
-            sizing_mode="stretch_width",
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.unbiased_card,), notices=(self.notice,),
+            controls=(slider(self.param.p_easy, width=300), slider(self.param.p_hard, width=300), slider(self.param.K, width=300)),
+            figures=(self.sections,),
+            more=(self.summary, self.metrics),
+            after=(self.no_signal_card,),
+            guard=self.unbiased_card, guard_note="the estimators' updates",
         )
 
 

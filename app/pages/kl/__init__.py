@@ -25,7 +25,7 @@ from app.pages.kl.jobs import SampledFrontierJob
 from engines.kl_optimal import FrontierSettings, optimal_policy
 from engines.lm.settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
@@ -173,17 +173,13 @@ class KLPage(pn.viewable.Viewer):
                                         pn.widgets.IntInput.from_param(self.param.lm_samples, width=200, description=None)))
 
     def __panel__(self):
-        return pn.Column(
-            self.notice,
-            equation_card(text.INTRO, text.EQUATION, text.NOTICE, why=text.WHY, prediction=self.collapse_card),
-            pn.Row(slider(self.param.log_beta, width=420, format=beta_format()),
-                   pn.widgets.Checkbox.from_param(self.param.zero_best, align="center")),
-            self.summary,
-            self.metrics,
-            self.sections,
-            sizing_mode="stretch_width",
+        return figure_first(
+            summary=SUMMARY, prose=(text.INTRO, text.EQUATION, text.NOTICE, text.WHY), cards=(self.collapse_card,), notices=(self.notice,),
+            controls=(slider(self.param.log_beta, width=300, format=beta_format()),
+                      pn.widgets.Checkbox.from_param(self.param.zero_best)),
+            figures=(self.sections,),
+            more=(self.summary, self.metrics),
         )
-
 
 def page(query: dict[str, str] | None = None) -> KLPage:
     """A fresh page for one browser session (its controls read from the link's query)."""

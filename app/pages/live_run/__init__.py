@@ -27,13 +27,13 @@ from app.pages.live_run.inputs import SettingsInputs
 from app.pages.live_run.runs_table import RunsTable
 from app.pages.live_run.status import idle_html
 from app.pages.live_run.text import (ADVANTAGE_LABELS, COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT,
-                                     PREDICT_CHOICES, PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, UNOPENABLE, WHY,
-                                     watching_sentence)
+                                     PREDICT_CHOICES, PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, SETTINGS_TITLE, UNOPENABLE,
+                                     WHY, watching_sentence)
 from app.serving.limits import bound_controls, clamp_query, current as current_limits
 from app.serving.offered import current as current_offer, download_problem, offer_menu, reward_options, start_problem
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import Fold, figure_first
 from widgets.job_view import JobView
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
@@ -52,6 +52,8 @@ KEEP_SAMPLES = DEFAULTS.keep_samples
 COLLAPSE = card_spec("live-run/collapse", PREDICT, PREDICT_CHOICES, "collapse")
 CARDS = (COLLAPSE,)
 """The page's prediction card (the room's tally lists it)."""
+RUN_COLUMN = 480
+"""The widest of the column of Start, the settings and the reward curve: Start, Stop and the progress bar on one line."""
 
 
 class LiveRunPage(pn.viewable.Viewer):
@@ -99,6 +101,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.job = JobView(self._show_state, self.start, on_done=self._done, on_stop=self.stop, on_pause=self.pause,
                            on_resume=self.resume, completed=lambda: self._state is not None and self._state.step >= self._state.settings.steps)
         self.inputs = SettingsInputs(self, self.job.fail)
+        self.settings_fold = Fold(SETTINGS_TITLE, self.inputs, open=True)
         self.runs_list = RunsTable(self.runs_dir, SECTIONS["runs"], COMPARE, self._draw_overlays, self.refresh_runs,
                                    on_open=self.open_run)
         self.param.watch(self._model_changed, "model")
@@ -235,23 +238,28 @@ class LiveRunPage(pn.viewable.Viewer):
     def _draw_overlays(self) -> None:
         self.display.curves.overlay(self.runs_list.ticked_runs(), is_learned(self.reward))
 
+    @param.depends("phase", watch=True)
+    def _fold_settings(self) -> None:
+        # Once a run starts, its curve and replies take the room of the settings, which open again with one click.
+        if self.phase != "idle":
+            self.settings_fold.open = False
+
     def __panel__(self):
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
-            self.inputs,
-            self.job,
-            self.display.shared_line,
-            self.display.status,
-            self.display.download_bar,
-            self.display.queue_line,
-            self.display.metrics,
-            self.display.curves.legend,
-            self.display.goodhart,
-            plot_with_downloads(self.display.curves.reward, {"metrics": self.display.curves.steps, "evals": self.display.curves.evals},
-                                CURVE_TITLE),
-            self.sections,
-            sizing_mode="stretch_width",
+        # While a run trains its settings fold away: the reward curve under Start, the step and the newest replies beside it.
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
+            controls=(
+                self.job,
+                self.settings_fold,
+                self.display.curves.legend,
+                self.display.goodhart,
+                plot_with_downloads(self.display.curves.reward, {"metrics": self.display.curves.steps, "evals": self.display.curves.evals},
+                                    CURVE_TITLE),
+            ),
+            figures=(self.display.shared_line, self.display.status, self.display.download_bar, self.display.queue_line, self.display.metrics),
+            # Full width below: the other curves' grid (a Bokeh GridPlot) draws nothing inside the demo's grid.
+            after=(self.sections,),
+            controls_width=RUN_COLUMN,
         )
 
 

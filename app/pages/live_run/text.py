@@ -85,6 +85,8 @@ SECTIONS = {
 """The tabs under the reward curve, by the page's `section` value."""
 CURVE_TITLE = "The run, step by step"
 """The reward curve's title, for its downloads."""
+SETTINGS_TITLE = "The run's settings"
+"""The header of the settings' fold (folded once a run starts; a click opens it)."""
 COMPARE = (
     "Every run of this server, training or done, with how many learners watch it here. Reward, P(positive), "
     "KL (exact) and distinct-1 are each run's last held-out evaluation. Tick runs to draw them over the curves "

@@ -19,7 +19,7 @@ from app.pages.preferences.text import (CEILING_QUESTION, CEILING_TITLE, COMPARE
                                         ceiling_choices, check_yourself_text, summary_text)
 from engines.bradley_terry import LabelledSetSettings, oracle_accuracy
 from widgets.downloads import plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.run_controls import seed_control
@@ -107,31 +107,24 @@ class PreferencesPage(pn.viewable.Viewer):
         self.metrics.update(ceiling=ceiling, accuracy=self.sample["accuracy"], se=self.sample["se"], expected=self.sample["expected"])
 
     def __panel__(self):
-        controls = pn.Column(
-            pn.widgets.RadioButtonGroup.from_param(self.param.gaps, description=None),
-            pn.Row(
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.compare_card, self.ceiling_card), notices=(self.notice,),
+            controls=(
+                pn.widgets.RadioButtonGroup.from_param(self.param.gaps, description=None),
                 slider(self.param.tau, width=300),
                 slider(self.param.s, width=300, visible=self.param.gaps.rx() == "normal"),
             ),
-            pn.Row(slider(self.param.n, width=300), seed_control(self.param.seed)),
-        )
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.compare_card, self.ceiling_card)),
-            controls,
-            self.ceiling_card.guard(
-                self.summary,
-                self.metrics,
+            figures=(self.ceiling_card.guard(
                 pn.Row(
                     plot_with_downloads(self.prob_figure, {"probability": self.prob, "label_frequency": self.freq}, PROBABILITY_TITLE),
                     plot_with_downloads(self.ceiling_figure, {"ceiling": self.ceiling}, CEILING_TITLE),
                     sizing_mode="stretch_width",
                 ),
                 note=GUARDED_NOTE,
-            ),
-            sizing_mode="stretch_width",
+            ),),
+            more=(slider(self.param.n, width=300), seed_control(self.param.seed),
+                  self.ceiling_card.guard(self.summary, self.metrics, placeholder=False)),
         )
-
 
 def page(query: dict[str, str] | None = None) -> PreferencesPage:
     """A fresh page for one browser session (its controls read from the link's query)."""

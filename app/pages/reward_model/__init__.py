@@ -30,7 +30,7 @@ from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION
                                          file_source, sampled_source, saved_model_text)
 from engines.lm.preferences import PairSettings, PreferencePairs, relabel
 from engines.lm.reward_model import RewardModelSettings
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
@@ -189,8 +189,6 @@ class RewardModelPage(pn.viewable.Viewer):
 
     def _pairs_section(self):
         return pn.Column(
-            pn.Row(pn.widgets.IntInput.from_param(self.param.pairs, width=160, description=None), slider(self.param.tau_label, width=300)),
-            self.sampling.job, self.pairs_files, self.pairs_display.summary,
             pn.Row(pn.Column(slider(self.param.pair, width=300), self.pairs_display.pair, sizing_mode="stretch_width"),
                    self.pairs_display.figure_view(), sizing_mode="stretch_width"),
             self.pairs_display.table_view(),
@@ -206,8 +204,14 @@ class RewardModelPage(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        return pn.Column(self.notice, equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.check_card),
-                         self.sections, sizing_mode="stretch_width")
+        # The pairs' settings lead the page: they feed every section (the pairs, the training on them, the sweep).
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.check_card,), notices=(self.notice,),
+            controls=(slider(self.param.tau_label, width=300),),
+            figures=(self.sections,),
+            more=(pn.widgets.IntInput.from_param(self.param.pairs, width=160, description=None), self.sampling.job, self.pairs_files,
+                  self.pairs_display.summary),
+        )
 
 
 def page(query: dict[str, str] | None = None) -> RewardModelPage:

@@ -31,7 +31,8 @@ from app.serving.results_cache import RESULTS
 from engines.token_world import TokenWorldSettings, gae_decomposition_exact, one_episode, reply_tokens, token_values
 from engines.token_world_training import TokenWorldTrainingSettings
 from widgets.downloads import csv_download, plot_with_downloads
-from widgets.equation_card import equation, equation_card
+from widgets.equation_card import equation
+from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
@@ -223,23 +224,18 @@ class TokenWorldPage(pn.viewable.Viewer):
         ))
 
     def __panel__(self):
-        controls = pn.Column(
-            pn.Row(slider(self.param.T, width=300), self.threshold_cap.slider, slider(self.param.p_a, width=300)),
-            pn.Row(slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300)),
-            self.threshold_cap.notice,
-            seed_control(self.param.seed),
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
+            controls=(slider(self.param.T, width=300), self.threshold_cap.slider, slider(self.param.p_a, width=300), self.threshold_cap.notice),
+            figures=(self.sections,),
+            more=(
+                slider(self.param.lam, width=300), slider(self.param.critic_noise, width=300), slider(self.param.gamma, width=300),
+                seed_control(self.param.seed),
+                self.summary,
+                self.metrics,
+                self.predict_card.guard(self.why, placeholder=False),
+            ),
         )
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.predict_card),
-            controls,
-            self.summary,
-            self.metrics,
-            self.predict_card.guard(self.why, placeholder=False),
-            self.sections,
-            sizing_mode="stretch_width",
-        )
-
 
 def page(query: dict[str, str] | None = None) -> TokenWorldPage:
     """A fresh page for one browser session (its controls read from the link's query)."""

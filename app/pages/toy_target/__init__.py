@@ -27,7 +27,7 @@ from app.pages.toy_target.text import (COMPARED_LABEL, EQUATION, FIGURE2_TITLE, 
 from app.serving import limits
 from engines.toy_target import ESTIMATORS, LAB_T, LAB_V, ToyTargetSettings, coordinate, draw_target
 from widgets.downloads import plot_with_downloads
-from widgets.equation_card import equation_card
+from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
@@ -178,21 +178,20 @@ class ToyTargetPage(pn.viewable.Viewer):
             pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)))
 
     def __panel__(self):
-        experiment = pn.Row(slider(self.param.samples, width=300), slider(self.param.batches, width=300),
-                            pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None))
-        return pn.Column(
-            self.notice,
-            equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.start_card, self.ranking_card)),
-            experiment,
-            pn.Row(pn.pane.Markdown(COMPARED_LABEL, margin=(8, 10)), pn.widgets.RadioButtonGroup.from_param(self.param.estimator)),
-            self.experiment.job.controls,
-            self.experiment.job.notice,
-            self.summary,
-            self.metrics,
-            self.sections,
-            sizing_mode="stretch_width",
+        return figure_first(
+            summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.start_card, self.ranking_card), notices=(self.notice,),
+            controls=(slider(self.param.samples, width=300), slider(self.param.batches, width=300)),
+            figures=(self.sections,),
+            more=(
+                pn.widgets.IntInput.from_param(self.param.target_seed, width=140, description=None),
+                pn.pane.Markdown(COMPARED_LABEL, margin=(8, 10, 0, 10)),
+                pn.widgets.RadioButtonGroup.from_param(self.param.estimator),
+                self.experiment.job.controls,
+                self.experiment.job.notice,
+                self.summary,
+                self.metrics,
+            ),
         )
-
 
 def page(query: dict[str, str] | None = None) -> ToyTargetPage:
     """A fresh page for one browser session (its controls read from the link's query)."""
