@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 from bokeh.protocol import Protocol
 from bokeh.protocol.receiver import Receiver
-from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from tests.servers import Server, start_server, stop_server
@@ -226,6 +226,17 @@ def _objects(node, found: dict[str, dict]) -> None:
             _objects(value, found)
 
 
+def cookie_header(cookies: dict[str, str]) -> dict[str, str]:
+    return {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())} if cookies else {}
+
+
+def keep_cookies(cookies: dict[str, str], set_cookie: list[str]) -> None:
+    """What a browser keeps of each Set-Cookie header: its name and value (every cookie of the app is for all of it)."""
+    for header in set_cookie:
+        name, _, value = header.split(";", 1)[0].partition("=")
+        cookies[name.strip()] = value.strip()
+
+
 class PageSession:
     """One open page, as a browser tab holds it: its websocket, sliders and data sources."""
 
@@ -248,13 +259,19 @@ class PageSession:
         self._reader = asyncio.get_running_loop().create_task(self._read_forever())
 
     @classmethod
-    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0, guide: str = STORED_GUIDE) -> "PageSession":
-        """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn."""
+    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0, guide: str = STORED_GUIDE,
+                   cookies: dict[str, str] | None = None) -> "PageSession":
+        """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn.
+        `cookies`: the browser's cookies, sent with both and kept as the server sets them (default: a new browser's),
+        as nginx in front of several web processes keeps a browser on one by a cookie (app/serving/web_processes.py)."""
+        cookies = {} if cookies is None else cookies
         start = time.perf_counter()
-        response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout)
+        response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout, headers=cookie_header(cookies))
         got = time.perf_counter() - start
+        keep_cookies(cookies, response.headers.get_list("Set-Cookie"))
         token = re.search(r'"token":"([^"]+)"', response.body.decode()).group(1)
-        ws = await asyncio.wait_for(websocket_connect(base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws"), subprotocols=["bokeh", token]), timeout)
+        ws_url = base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws")
+        ws = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, headers=cookie_header(cookies)), subprotocols=["bokeh", token]), timeout)
         ws.protocol.set_nodelay(True)  # as browsers do; else Nagle holds a message's second and third frames
         receiver = Receiver(Protocol())
         try:
@@ -491,14 +508,15 @@ async def probe(base: str, routes: tuple[str, ...], timeout: float) -> dict[str,
 
 async def visit(base: str, route: str, titles: set[str], moves: int, think: float, timeout: float, figures: Figures,
                 rng: random.Random, deadline: float = math.inf, room: Classroom | None = None,
-                held: list | None = None) -> None:
+                held: list | None = None, cookies: dict[str, str] | None = None) -> None:
     """One page visit: load /route, move its sliders named in `titles` `moves` times (fewer if `deadline`
     passes), about `think` seconds apart, each time waiting for the answer; close the page. With `room`, the
     learner counts in the room and first answers the page's cards; with `held`, a visit the deadline ends is left
     open and added to it as (session, its answers), for the tally at the end."""
     start = time.perf_counter()
     try:
-        session = await PageSession.open(base, route, timeout=timeout, guide=ROOM_GUIDE if room is not None else STORED_GUIDE)
+        session = await PageSession.open(base, route, timeout=timeout, guide=ROOM_GUIDE if room is not None else STORED_GUIDE,
+                                         cookies=cookies)
     except Exception as error:
         figures.error(_kind(error), route, _what(error, timeout))
         await asyncio.sleep(think)
@@ -546,12 +564,12 @@ async def close_counted(session: PageSession, given: dict[str, str], room: Class
 async def learner(k: int, base: str, answered: dict[str, set[str]], deadline: float, moves: int, think: float,
                   timeout: float, figures: Figures, room: Classroom | None = None, held: list | None = None) -> None:
     """Visit the analytic pages in turn, from page k (mod 6), until `deadline`."""
-    rng = random.Random(k)
+    rng, cookies = random.Random(k), {}  # one browser: its cookies kept from page to page
     await asyncio.sleep(rng.uniform(0, think))  # learners do not all arrive in the same second
     for route in itertools.islice(itertools.cycle(ANALYTIC), k % len(ANALYTIC), None):
         if time.monotonic() >= deadline:
             return
-        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline, room, held)
+        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline, room, held, cookies)
 
 
 def run_steps(runs: Path) -> int:

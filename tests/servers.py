@@ -15,10 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tornado.websocket import websocket_connect
+
+from app.serving.web_processes import free_loopback_port
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: where the server runs from."""
@@ -52,27 +52,9 @@ NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.pat
 """nginx, for the tests of deploy/ (installed by `make test`), or None."""
 
 
-EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
-"""Where Linux says which ports it hands out to bind(0) and to outgoing connections."""
-LOWEST_TEST_PORT = 10000
-
-
 def free_port() -> int:
-    """A localhost port nothing listens on now, below the system's ephemeral range.
-
-    A port that bind(0) returned is one the system may hand out again at once: a test's Dask scheduler,
-    nanny or worker (all of them listen on port 0) took one between the test choosing it and its server
-    binding it, and the server's health check was answered by Dask's protocol.
-    """
-    first_ephemeral = int(EPHEMERAL_PORTS.read_text().split()[0]) if EPHEMERAL_PORTS.exists() else 32768
-    for port in random.sample(range(LOWEST_TEST_PORT, first_ephemeral), 100):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("localhost", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"No free localhost port between {LOWEST_TEST_PORT} and {first_ephemeral}.")
+    """A localhost port nothing listens on now, below the system's ephemeral range (app.serving.web_processes)."""
+    return free_loopback_port()
 
 
 def loopback_config(tmp_path, proxy_port: int, app_ports: tuple[int, int]) -> str:
@@ -214,7 +196,10 @@ def wait_for_health(server: Server, timeout: float = 90.0) -> None:
 
 
 def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None) -> Server:
+    """One web process unless `options` say how many (`--web-processes N`): most tests look inside the one."""
     port = port or free_port()
+    if "--web-processes" not in options:
+        options = (*options, "--web-processes", "1")
     runs = tempfile.mkdtemp(prefix="fl-runs-")
     log_path = Path(tempfile.mkdtemp(prefix="fl-log-")) / "server.log"
     offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": tempfile.mkdtemp(prefix="fl-hf-")}
