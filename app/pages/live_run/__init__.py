@@ -228,7 +228,7 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show_runs(self) -> None:
         with pn.io.hold():
-            self.runs_list.show(self.cluster.running_ids(), CLASS_RUNS.watchers(self.runs_dir))
+            self.runs_list.show(self.cluster.running_ids(), CLASS_RUNS.watchers(self.runs_dir, self.cluster))
             self._draw_overlays()
 
     def _draw_overlays(self) -> None:
