@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from app.serving.web_processes import free_loopback_port
@@ -119,10 +120,11 @@ def page_token(base: str, route: str, query: str) -> str:
     return re.search(r'"token":"([^"]+)"', status_html).group(1)
 
 
-async def pull_document(base: str, route: str, token: str) -> str:
-    """The session's document over its websocket, as the page's script asks for it: the PULL-DOC reply's content."""
+async def pull_document(base: str, route: str, token: str, headers: dict[str, str] | None = None) -> str:
+    """The session's document over its websocket, as the page's script asks for it: the PULL-DOC reply's content.
+    `headers`: the browser's own (its cookies)."""
     ws_url = base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws")
-    ws = await websocket_connect(ws_url, subprotocols=["bokeh", token])
+    ws = await websocket_connect(HTTPRequest(ws_url, headers=headers or {}), subprotocols=["bokeh", token])
     try:
         header, _, _ = await _read_message(ws)
         assert json.loads(header)["msgtype"] == "ACK"
@@ -195,7 +197,7 @@ def wait_for_health(server: Server, timeout: float = 90.0) -> None:
     raise RuntimeError(f"the app server did not answer /healthz within {timeout} s")
 
 
-def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None) -> Server:
+def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None, up_seconds: float = 90.0) -> Server:
     """One web process unless `options` say how many (`--web-processes N`): most tests look inside the one."""
     port = port or free_port()
     if "--web-processes" not in options:
@@ -211,7 +213,7 @@ def start_server(*options: str, env: dict[str, str] | None = None, port: int | N
         env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": runs, **offline, **(env or {})},
     )
     server = Server(f"http://localhost:{port}", process, log_path)
-    wait_for_health(server)
+    wait_for_health(server, up_seconds)
     return server
 
 

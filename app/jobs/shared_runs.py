@@ -367,7 +367,7 @@ class ClassRuns:
             elsewhere = seen is not None and seen.owner != registry.process
             if elsewhere:
                 self._seen[key] = seen
-                run = FollowedRun(key, settings, runs_dir, cluster, partial(self._seen.get, key), on_end=self._ended)
+                run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, key), on_end=self._ended)
             else:
                 run = SharedRun(key, settings, runs_dir, cluster, on_end=self._ended,
                                 last_elsewhere=partial(self._nobody_elsewhere, cluster, key))
@@ -392,10 +392,15 @@ class ClassRuns:
             if seen is None or seen.folder != folder_name:
                 return None
             self._seen[key] = seen
-            run = FollowedRun(key, settings, runs_dir, cluster, partial(self._seen.get, key), on_end=self._ended)
+            run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, key), on_end=self._ended)
             self._runs.append(run)
         run.start(viewer)
         return run
+
+    def seen(self, key: str) -> Seen | None:
+        """The registry's last word on the run `key` (None: it no longer trains)."""
+        with self._lock:
+            return self._seen.get(key)
 
     def _ended(self, run: Watched) -> None:
         with self._lock:

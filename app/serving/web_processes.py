@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.serving.room import TOKEN_VARIABLE
+
 LOG = logging.getLogger("feedback_lab")
 VARIABLE = "FEEDBACK_LAB_WEB_PROCESSES"
 """Environment variable: how many web processes serve (the option --web-processes wins)."""
@@ -284,13 +286,14 @@ class WebProcesses:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def child_argv(argv: list[str], port: int, scheduler: str, token: str, origins: list[str]) -> list[str]:
+def child_argv(argv: list[str], port: int, scheduler: str, origins: list[str]) -> list[str]:
     """The `serve` command line of one web process: the operator's options (less --show, which this process does),
-    then the ones it must have, which argparse takes over any earlier ones (the last occurrence wins)."""
+    then the ones it must have, which argparse takes over any earlier ones (the last occurrence wins). The teacher's
+    token goes in its environment instead, which, unlike a command line, other users of the machine cannot read."""
     kept = [word for word in argv if word != "--show"]
     extra = [word for origin in origins for word in ("--allow-websocket-origin", origin)]
     return [sys.executable, "-m", "app.cli", "serve", *kept, "--web-processes", "1", "--address", "127.0.0.1", "--port", str(port),
-            "--scheduler", scheduler, "--teacher-token", token, *extra]
+            "--scheduler", scheduler, *extra]
 
 
 def web_processes(n: int, argv: list[str], address: str, port: int, scheduler: str, token: str, origins: list[str],
@@ -300,8 +303,8 @@ def web_processes(n: int, argv: list[str], address: str, port: int, scheduler: s
     ports = [free_loopback_port() for _ in range(n)]
     while len(set(ports)) < n:
         ports = [free_loopback_port() for _ in range(n)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    web = [Child(f"web process {i + 1} (port {p})", child_argv(argv, p, scheduler, token, origins), env,
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", TOKEN_VARIABLE: token}
+    web = [Child(f"web process {i + 1} (port {p})", child_argv(argv, p, scheduler, origins), env,
                  health=f"http://127.0.0.1:{p}/healthz") for i, p in enumerate(ports)]
     (folder / "nginx.conf").write_text(nginx_config(address, port, ports, folder, max_body_bytes))
     proxy = Child("nginx", [nginx_binary(), "-e", "stderr", "-p", str(folder), "-c", str(folder / "nginx.conf")], env)

@@ -285,8 +285,7 @@ def test_a_run_is_trained_once_for_the_learners_of_two_web_processes_and_stops_w
     a, b = tiny_page(tmp_path, 400), page_of(other_process, tmp_path, 400)
     try:
         a.start()
-        wait_for(lambda: len(a._state.metrics) >= 3)
-        b.start()  # the same settings on the other process: it joins a's run, every step so far at once
+        b.start()  # the same settings on the other process, while a's run loads: b follows it
         assert JOINED in b.display.shared_line.object and ELSEWHERE in b.display.shared_line.object
         wait_for(lambda: len(b._state.metrics) >= 3)
         assert shown_steps(b)[:3] == [1, 2, 3]
