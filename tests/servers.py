@@ -116,8 +116,23 @@ async def _read_message(ws) -> list[str]:
 
 def page_token(base: str, route: str, query: str) -> str:
     """GET the page as a browser does: the session token its HTML embeds (the session's id is inside it)."""
-    status_html = urllib.request.urlopen(f"{base}/{route}{query}", timeout=30).read().decode()
-    return re.search(r'"token":"([^"]+)"', status_html).group(1)
+    return get_page(base, route, query)[0]
+
+
+def get_page(base: str, route: str, query: str) -> tuple[str, dict[str, str], str]:
+    """GET the page as a new browser does: (the session token its HTML embeds, the headers the browser's websocket
+    then sends, its cookies (nginx's choice of web process), the HTML)."""
+    with urllib.request.urlopen(f"{base}/{route}{query}", timeout=30) as response:
+        cookies = "; ".join(c.split(";")[0] for c in response.headers.get_all("Set-Cookie") or [])
+        html = response.read().decode()
+    return re.search(r'"token":"([^"]+)"', html).group(1), {"Cookie": cookies} if cookies else {}, html
+
+
+def document_roots(html: str) -> set[str]:
+    """The ids of the document roots a page's HTML names (Bokeh's render items): a document pulled over the page's
+    websocket has these roots only if the websocket reached the process that built the page."""
+    items = re.search(r'"roots":\{([^}]*)\}', html).group(1)
+    return set(re.findall(r'"([^"]+)":"[^"]*"', items))
 
 
 async def pull_document(base: str, route: str, token: str, headers: dict[str, str] | None = None) -> str:
@@ -138,7 +153,8 @@ async def pull_document(base: str, route: str, token: str, headers: dict[str, st
 
 
 async def open_session_document(base: str, route: str, query: str) -> str:
-    return await pull_document(base, route, page_token(base, route, query))
+    token, headers, _ = get_page(base, route, query)
+    return await pull_document(base, route, token, headers)
 
 
 def wait_until(condition, timeout: float, what: str) -> None:

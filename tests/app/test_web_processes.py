@@ -26,7 +26,7 @@ from app.jobs.runs import read_run
 from app.serving.room import BOARD_KEY, TOKEN_VARIABLE
 from app.serving.web_processes import ROUTE_COOKIE, nginx_binary, nginx_config, web_processes_from
 from bench.load_test import PageSession
-from tests.servers import NGINX, pull_document, start_server, stop_server, wait_until
+from tests.servers import NGINX, document_roots, get_page, pull_document, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
@@ -84,22 +84,12 @@ def two(tmp_path_factory):
     stop_server(server)
 
 
-def roots(html: str) -> set[str]:
-    """The ids of the document roots a page's HTML names (Bokeh's render items)."""
-    return set(re.findall(r'"roots":\{([^}]*)\}', html)[0].replace('"', "").replace(":", ",").split(",")[::2])
-
-
 async def open_and_check(base: str) -> tuple[str, bool]:
     """A new browser opens /bandit through nginx: (its cookie, whether the document its websocket pulled is the one
     whose roots the page's HTML named, i.e. built once, on one process)."""
-    from tornado.httpclient import AsyncHTTPClient
-
-    response = await AsyncHTTPClient().fetch(f"{base}/bandit")
-    cookie = response.headers.get("Set-Cookie").split(";")[0]
-    token = re.search(r'"token":"([^"]+)"', response.body.decode()).group(1)
-    document = json.loads(await pull_document(base, "bandit", token, {"Cookie": cookie}))
-    pulled = {root["id"] for root in document["doc"]["roots"]}
-    return cookie, roots(response.body.decode()) <= pulled
+    token, headers, html = get_page(base, "bandit", "")
+    document = json.loads(await pull_document(base, "bandit", token, headers))
+    return headers.get("Cookie", ""), document_roots(html) == {root["id"] for root in document["doc"]["roots"]}
 
 
 def board(server) -> dict[str, dict]:
