@@ -31,7 +31,7 @@ from pathlib import Path
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from app.serving.web_processes import free_loopback_port
+from app.serving.web_processes import answers, free_loopback_port
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: where the server runs from."""
@@ -163,15 +163,6 @@ def wait_until(condition, timeout: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-
-
-def answers(url: str) -> bool:
-    """Whether `url` answers 200 within 2 s."""
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 @contextmanager

@@ -85,10 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                             f"${TOKEN_VARIABLE}, else a new random one at each start; give every web process behind one proxy the same)")
     serve.add_argument("--web-processes", type=int, metavar="N", default=None,
                        help=f"serve from N web processes behind nginx on the one address learners type (default: "
-                            f"${web_processes.VARIABLE}, else one per core, at least 2, where nginx is installed, else 1). "
-                            "Each process serves pages on about one core: on a 2-core machine with a run training, 2 "
-                            "processes served 60 learners where 1 did not (docs/performance.md); give a machine's core "
-                            "count, and 1 behind a proxy of your own")
+                            f"${web_processes.VARIABLE}, else one per core, from 2 to {web_processes.DEFAULT_MOST}, where nginx is "
+                            "installed, else 1). Each process serves pages on about one core, so give a machine's "
+                            "core count (docs/performance.md, 'Learners per core', has the figures of a 2-core machine), "
+                            "and 1 behind a proxy of your own")
     offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():

@@ -4,8 +4,8 @@ Several web processes serve one class (app/serving/web_processes.py), and a run 
 (its `run_key`) must train once whichever process its learners are on. The registry lives in the
 Dask scheduler every process already uses, as a table run_key -> entry:
 
-- `owner`: the web process (its Dask client's id) that trains the run, and `folder`, the run
-  folder's name once the worker has made it, with the run's `phase`;
+- `owner`: the web process (its Dask client's id) that trains the run, `run`, the id of its
+  claim, and `folder`, the run folder's name once the worker has made it, with the run's `phase`;
 - `counts`: process -> (learners watching, learners of them paused).
 
 Each call is a function run on the scheduler's event loop (`Client.run_on_scheduler`), one at a
@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -58,7 +59,7 @@ def _table(dask_scheduler) -> dict[str, dict]:
 
 def _seen(entry: dict) -> dict:
     counts = entry["counts"].values()
-    return {"owner": entry["owner"], "folder": entry["folder"], "phase": entry["phase"],
+    return {"owner": entry["owner"], "run": entry["run"], "folder": entry["folder"], "phase": entry["phase"],
             "watching": sum(c[0] for c in counts), "paused": sum(c[1] for c in counts)}
 
 
@@ -70,7 +71,7 @@ def claim_on_scheduler(key: str, process: str, create: bool = True, dask_schedul
     if entry is None or entry["owner"] is None:
         if not create:
             return None
-        entry = table[key] = {"owner": process, "folder": None, "phase": "loading", "counts": {}}
+        entry = table[key] = {"owner": process, "run": uuid.uuid4().hex, "folder": None, "phase": "loading", "counts": {}}
     watching, paused = entry["counts"].get(process, (0, 0))
     entry["counts"][process] = (watching + 1, paused)  # until its next sync says how many exactly
     return _seen(entry)
@@ -93,10 +94,11 @@ def sync_on_scheduler(process: str, mine: dict[str, dict], every: bool = True, d
     return {key: _seen(table[key]) for key in mine if key in table}
 
 
-def release_on_scheduler(key: str, process: str, dask_scheduler=None) -> None:
-    """The run `key` that `process` trains ends (or stops): it is no longer one to join."""
+def release_on_scheduler(key: str, run: str, dask_scheduler=None) -> None:
+    """The run `key` claimed as `run` (its claim's id) stops or ends: it is no longer one to join. A later claim of the
+    same key (the next Start) is another run, and stays."""
     entry = _TABLES.get(dask_scheduler.id, {}).get(key)
-    if entry is not None and entry["owner"] == process:
+    if entry is not None and entry["run"] == run:
         del _TABLES[dask_scheduler.id][key]
 
 
@@ -114,6 +116,8 @@ class Seen:
 
     owner: str | None
     """The process that trains it (None: it left the cluster, and the run stopped with it)."""
+    run: str
+    """The id of the claim that started it: one key names one run after another."""
     folder: str | None
     """Its run folder's name, once made."""
     phase: str
@@ -146,9 +150,9 @@ class Registry:
         seen = self._call(claim_on_scheduler, key, self.process, create)
         return None if seen is None else Seen(**seen)
 
-    def release(self, key: str) -> None:
+    def release(self, key: str, run: str) -> None:
         try:
-            self._call(release_on_scheduler, key, self.process)
+            self._call(release_on_scheduler, key, run)
         except Exception:  # the scheduler went away: its table went with it
             LOG.debug("Releasing a run in the registry failed", exc_info=True)
 

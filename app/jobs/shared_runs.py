@@ -126,6 +126,7 @@ class Watched:
 
     def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None):
         self.key, self.settings, self.runs_dir, self.cluster = key, settings, Path(runs_dir), cluster
+        self._thread = threading.Thread(target=self._drive, name=f"feedback-lab-{type(self).__name__}", daemon=True)
         self.state = LiveState("loading", settings)
         self.ended = False
         self.stopping = False
@@ -136,6 +137,15 @@ class Watched:
         self._paused: set = set()
         self._changed = threading.Condition()
         self._on_end = on_end
+
+    def start(self, viewer) -> None:
+        """Start following the run (training it, for a SharedRun) with `viewer` its first learner here."""
+        self.join(viewer)
+        self._thread.start()
+
+    def _drive(self) -> None:
+        """The thread that publishes the run's states."""
+        raise NotImplementedError
 
     @property
     def watchers(self) -> int:
@@ -213,18 +223,14 @@ class SharedRun(Watched):
     """
 
     def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None,
-                 last_elsewhere: Callable[[], bool] = lambda: True):
+                 last_elsewhere: Callable[[], bool] = lambda: True, release: Callable[[], None] = lambda: None):
         super().__init__(key, settings, runs_dir, cluster, on_end)
         self.live = LiveRun(settings, runs_dir, cluster, key=key)
         self._held = False
         self._last_elsewhere = last_elsewhere
         """Asked when the last learner of this process leaves: whether no learner of another process watches it."""
-        self._thread = threading.Thread(target=self._drive, name="feedback-lab-shared-run", daemon=True)
-
-    def start(self, viewer) -> None:
-        """Start the computation with `viewer` its first learner."""
-        self.join(viewer)
-        self._thread.start()
+        self.release = release
+        """Tells the cluster's registry that the run is no longer one to join (it stops or ended)."""
 
     def _drive(self) -> None:
         estimated_at, states = -math.inf, self.live.states()
@@ -269,6 +275,7 @@ class SharedRun(Watched):
         with self._changed:
             self.stopping = True
             self._changed.notify_all()
+        self.release()
         self.live.stop()
 
     def hold_if_all_paused(self) -> None:
@@ -292,11 +299,6 @@ class FollowedRun(Watched):
         super().__init__(key, settings, runs_dir, cluster, on_end)
         self._seen = seen
         """The registry's last word on the run (app.jobs.run_registry.Seen), None once it no longer trains."""
-        self._thread = threading.Thread(target=self._drive, name="feedback-lab-followed-run", daemon=True)
-
-    def start(self, viewer) -> None:
-        self.join(viewer)
-        self._thread.start()
 
     def _drive(self) -> None:
         read_at = None
@@ -369,8 +371,9 @@ class ClassRuns:
                 self._seen[key] = seen
                 run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, key), on_end=self._ended)
             else:
+                release = partial(registry.release, key, seen.run) if seen is not None else lambda: None
                 run = SharedRun(key, settings, runs_dir, cluster, on_end=self._ended,
-                                last_elsewhere=partial(self._nobody_elsewhere, cluster, key))
+                                last_elsewhere=partial(self._nobody_elsewhere, cluster, key), release=release)
             self._runs.append(run)
         run.start(viewer)
         return run, elsewhere
@@ -406,8 +409,8 @@ class ClassRuns:
         with self._lock:
             if run in self._runs:
                 self._runs.remove(run)
-        if isinstance(run, SharedRun) and run.key is not None:
-            self.registry(run.cluster).release(run.key)
+        if isinstance(run, SharedRun):
+            run.release()
 
     def _nobody_elsewhere(self, cluster: Cluster, key: str | None) -> bool:
         """Whether no learner of another web process watches the run `key` trained here, as the registry says now."""

@@ -67,8 +67,13 @@ def nginx_binary() -> str | None:
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
 
 
+DEFAULT_MOST = 4
+"""The default never starts more web processes than this (about 400 MB each): more were not measured."""
+
+
 def default_web_processes() -> int:
-    """The default of --web-processes: one per core of this machine (at least two), or 1 where there is no nginx.
+    """The default of --web-processes: one per core of this machine (at least 2, at most DEFAULT_MOST), or 1 where
+    there is no nginx.
 
     Each web process is one interpreter, so it serves on about one core; the model jobs' worker
     runs at a lower priority (app.jobs.cluster.JOB_NICENESS) and yields the cores to the pages.
@@ -76,7 +81,7 @@ def default_web_processes() -> int:
     """
     if nginx_binary() is None:
         return 1
-    return max(2, os.cpu_count() or 2)
+    return min(max(2, os.cpu_count() or 2), DEFAULT_MOST)
 
 
 def web_processes_from(given: int | None) -> tuple[int, str]:
@@ -194,6 +199,7 @@ def stop_with_parent() -> None:
 
 
 def answers(url: str) -> bool:
+    """Whether `url` answers 200 within 2 s."""
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
             return response.status == 200

@@ -26,6 +26,7 @@ from app.jobs.runs import read_run
 from app.serving.room import BOARD_KEY, TOKEN_VARIABLE
 from app.serving.web_processes import ROUTE_COOKIE, nginx_binary, nginx_config, web_processes_from
 from bench.load_test import PageSession
+from tests.app.test_deploy import listening
 from tests.servers import NGINX, document_roots, get_page, pull_document, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
@@ -121,18 +122,6 @@ def test_browsers_from_one_address_are_spread_and_each_page_meets_its_websocket_
     assert len({cookie for cookie, _ in opened}) == 8 and all(c.startswith(ROUTE_COOKIE + "=") for c, _ in opened)
     # The ten tabs, all from this one address, are counted by both processes, ten in all.
     assert len(counted) == 2 and all(n > 0 for n in counted.values()) and sum(counted.values()) == 10, counted
-
-
-def listening(session: PageSession) -> list[str]:
-    """Every text the page sends after this call (status lines, notices), gathered from its document patches."""
-    heard, patched = [], session._patched
-
-    def patched_and_heard(events):
-        heard.extend(e["new"] for e in events if e.get("kind") == "ModelChanged" and isinstance(e.get("new"), str))
-        patched(events)
-
-    session._patched = patched_and_heard
-    return heard
 
 
 def new_folders(runs, before: set) -> list:
