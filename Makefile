@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5006
 ADDRESS ?= localhost
 
-.PHONY: install serve figures wheel test test-engines bench clean
+.PHONY: install serve figures wheel check test test-engines screenshots bench clean
 
 install: $(VENV)/.installed
 
@@ -52,11 +52,25 @@ $(VENV)/.test-installed: $(VENV)/.installed
 		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium nginx-light openssl fonts-dejavu-core; }
 	touch $@
 
+QUICK := not browser and not server and not slow
+
+# While working: the linter, then every test that starts no process (tests/conftest.py), in under two minutes.
+check: $(VENV)/.test-installed
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "$(QUICK)"
+
+# Everything: the linter, the quick tier, then the tests that start servers, browsers, the wheel and the notebook.
 test: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "$(QUICK)"
+	$(BIN)/python -m pytest -q -m "not ($(QUICK))"
 
 test-engines: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q tests/engines
+
+# Retakes the pictures in docs/screenshots/: the browser tests take them, into build/screenshots/ (ignored) otherwise.
+screenshots: $(VENV)/.test-installed
+	FEEDBACK_LAB_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q -m browser
 
 bench: install
 	$(BIN)/python -m bench

@@ -21,7 +21,7 @@ import numpy as np
 from playwright.sync_api import sync_playwright
 
 from app.pages import available_pages
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_up
+from bench.servers import CHROMIUM, CHROMIUM_ARGS, free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = {"bandit": 400, "token-world": 400, "toy-target": 400}

@@ -33,7 +33,7 @@ from tornado.httpclient import AsyncHTTPClient
 
 from bench.load_test import (ANALYTIC, KINDS, Figures, PageSession, by_minute, cpu_seconds, learner, probe, server_log_problems,
                              summary)
-from tests.servers import start_server, stop_server
+from bench.servers import start_server, stop_server
 
 BETAS = (0.05, 0.0, 0.2)
 """The betas of the distinct settings, in the order learners take them (the page's default first)."""

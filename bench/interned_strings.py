@@ -29,7 +29,7 @@ def returned_mb() -> float:
     Light to import (bench/scheduler_memory.py runs it in the scheduler's process, whose size is what it reads)."""
     import psutil
 
-    from app.serving.freed_memory import glibc_malloc_trim
+    from app.freed_memory import glibc_malloc_trim
 
     gc.collect()
     malloc_trim = glibc_malloc_trim()

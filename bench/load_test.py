@@ -71,7 +71,7 @@ from bokeh.protocol.receiver import Receiver
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from tests.servers import Server, start_server, stop_server
+from bench.servers import Server, start_server, stop_server
 
 ANALYTIC = ("baselines", "bandit", "token-world", "toy-target", "preferences", "kl")
 """The pages a learner goes round: every page whose sliders are answered by analysis, not by a training run."""

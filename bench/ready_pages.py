@@ -17,7 +17,7 @@ import time
 
 from app.pages import available_pages
 from bench.load_test import SETTLED_WINDOW, resident_mb, settled
-from tests.servers import start_server, stop_server
+from bench.servers import start_server, stop_server
 
 
 def idle_server(ready_pages: int) -> tuple[float, float]:

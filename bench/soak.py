@@ -10,7 +10,7 @@ up (imports, caches, first allocations: on the bandit and toy-target pages memor
 through the first ten cycles, on the live-run page through the first twenty, then stayed flat), the server's resident memory, `--cycles`
 more cycles with the resident memory read again after every `--every` of them, each reading taken
 once the closed sessions have been dropped, collected (app.serving.server.collect_on_a_timer) and their
-freed memory handed back (app.serving.freed_memory.trim_freed_memory), and once the server has been nearly idle
+freed memory handed back (app.freed_memory.trim_freed_memory), and once the server has been nearly idle
 for two seconds (the sessions it builds ahead, app/serving/ready_pages.py, all built again); the local
 cluster's scheduler, a process of its own, is read at the same moments (its growth printed apart). Two readings alone cannot tell a leak from the allocator's noise,
 so the growth per cycle is the least-squares slope of the readings against the cycle, with its
@@ -35,9 +35,9 @@ import time
 import numpy as np
 
 from app.pages import available_pages
-from app.serving.freed_memory import TRIM_SECONDS
+from app.freed_memory import TRIM_SECONDS
 from bench.load_test import PageSession, resident_mb, server_log_problems, settled
-from tests.servers import Server, start_server, stop_server
+from bench.servers import Server, start_server, stop_server
 
 COLLECT_SECONDS = 2.0
 """The soaked server's period of full garbage collections (`--collect-seconds`; a lesson's server waits longer): what a

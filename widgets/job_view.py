@@ -6,6 +6,10 @@ for the job's place in line, a limit it met or its failure. Because the alert co
 buttons (`view`), no page can show a job and leave out the sentence that explains it. The job
 itself is a `StreamingRun` (widgets/streaming.py): an engine's generator walked off the UI thread,
 which stops at its next snapshot when its tab closes.
+
+The job view takes every snapshot its job yields (engines/snapshots.py): a `Waiting` or a `Failed`
+it shows in the alert itself, handing the page only what they carry to draw; anything else is a
+result, which clears a wait's sentence and goes to the page's `apply`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable, Iterator
 import panel as pn
 import param
 
+from engines.snapshots import Failed, Waiting
 from widgets.debounce import Debounce
 from widgets.run_controls import RunControls
 from widgets.streaming import StreamingRun
@@ -27,7 +32,7 @@ RESTART_DELAY_MS = 300
 class JobView(pn.viewable.Viewer):
     """A StreamingRun, its controls and its alert kept in step: running while a job runs, progress 1.0 when one finishes.
 
-    `apply(snapshot)` draws a snapshot (StreamingRun's); `on_start()` is what Start does, the page's
+    `apply(result)` draws a result of the job (what it yields but a Waiting or a Failed); `on_start()` is what Start does, the page's
     method that makes a generator and hands it to `start`. Stop calls `on_stop` when the page has
     more to do than stop the generator (a shared run is left, not stopped), else `stop`. `on_pause`
     and `on_resume` add Pause and Resume buttons, enabled as `pausable` and `paused` say.
@@ -46,7 +51,8 @@ class JobView(pn.viewable.Viewer):
         super().__init__(**params)
         self.completed, self.on_done, self.on_start = completed, on_done, on_start
         self.delayed_start = Debounce(RESTART_DELAY_MS)
-        self.run = StreamingRun(apply, self.done, time_limit=time_limit)
+        self.apply = apply
+        self.run = StreamingRun(self.receive, self.done, time_limit=time_limit)
         self.controls = RunControls(on_start, on_stop or self.stop, seed=seed)
         self.pause_buttons: tuple[pn.widgets.Button, ...] = ()
         if on_pause is not None and on_resume is not None:
@@ -74,6 +80,24 @@ class JobView(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.Column:
         return self.view()
+
+    @property
+    def failed(self) -> bool:
+        """Whether the alert says the job failed (it stays said after the job ends, until the next start)."""
+        return self.run.failure_told
+
+    def receive(self, snapshot: object) -> None:
+        """Show a snapshot of the job: a wait's or a failure's sentence in the alert (and what it carries on the page),
+        a result on the page (its arrival ends a wait)."""
+        if isinstance(snapshot, Waiting):
+            self.tell(snapshot.sentence)
+        elif isinstance(snapshot, Failed):
+            self.fail(snapshot.sentence)
+        elif self.notice.visible and not self.failed:
+            self.tell("")
+        result = snapshot.snapshot if isinstance(snapshot, (Waiting, Failed)) else snapshot
+        if result is not None:
+            self.apply(result)
 
     def start(self, steps: Callable[[], Iterator]) -> None:
         """Show the controls running from 0 and walk `steps()`, replacing any job under way (and a restart waiting

@@ -40,6 +40,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from engines.snapshots import Waiting
+
 SCHEDULER_VARIABLE = "FEEDBACK_LAB_SCHEDULER"
 """Environment variable: the address of an existing Dask scheduler to join (default: start a local cluster)."""
 SLOTS_VARIABLE = "FEEDBACK_LAB_RUNS_PER_DEVICE"
@@ -86,11 +88,24 @@ class Queued:
     position: int | None
     """Its place in line: 1 = next (None while the scheduler has not yet handed it to a worker)."""
 
-    def sentence(self, what: str) -> str:
-        """One sentence for the page: `what` waits, and where."""
+    def waiting(self, what: str, starts_in: float | None = None, snapshot: object = None) -> Waiting:
+        """The job's word for the page (engines.snapshots): `what` waits, where in line and, once a run ahead has a
+        pace (`starts_in` seconds, app.jobs.shared_runs.estimate_start), about when it starts; with `snapshot`, what
+        the page draws meanwhile."""
         ahead = "" if self.position is None else f" (place {self.position} in line)"
-        return (f"{what} waits for the {self.device}{ahead}: every place this server gives jobs on it is taken, and the "
-                "live-run page lists what is running.")
+        when = "" if starts_in is None else f" It should start in about {format_wait(starts_in)}."
+        return Waiting(f"{what} waits for the {self.device}{ahead}: every place this server gives jobs on it is taken, "
+                       f"and the live-run page lists what is running.{when} Closing this tab takes it out of the line.", snapshot)
+
+
+def format_wait(seconds: float) -> str:
+    """A wait as a person says it: 42 -> '40 s', 151 -> '2 min 30 s', 1000 -> '17 min' (to 5 s, 10 s, a minute)."""
+    if seconds < 90:
+        return f"{max(round(seconds / 5) * 5, 5)} s"
+    if seconds < 600:
+        minutes, rest = divmod(round(seconds / 10) * 10, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    return f"{round(seconds / 60)} min"
 
 
 @dataclass(frozen=True)
@@ -186,14 +201,6 @@ def refusal(error: BaseException) -> str:
     if "cannot convert to SSL" in str(error) or (isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER"):
         return "it does not speak TLS: a tcp:// scheduler"
     return str(cause if isinstance(cause, ssl.SSLError) else error)
-
-
-def told_waiting(job, snapshot, what: str) -> bool:
-    """Whether `snapshot` is Queued: if so, `job` (a page's widgets.job_view.JobView) tells where `what` waits;
-    any other snapshot clears that sentence."""
-    queued = isinstance(snapshot, Queued)
-    job.tell(snapshot.sentence(what) if queued else "")
-    return queued
 
 
 def slots_from_environment() -> int:

@@ -27,7 +27,7 @@ import itertools
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,7 +44,6 @@ from app.jobs.cluster import (
     WorkerDied,
     current,
     job_label,
-    told_waiting,
 )
 from app.jobs.model_cache import MODELS, ModelCache
 from app.jobs.runs import (
@@ -57,7 +56,8 @@ from app.jobs.runs import (
 )
 from engines.kl_optimal import SampledFrontier, sampled_frontier
 from engines.lm.results import EvalResult, Sample, StepResult
-from engines.lm.settings import EMBEDDED, LMFrontierSettings, LMSettings
+from engines.lm.settings import EMBEDDED, LMFrontierSettings, LMSettings, is_classifier
+from engines.snapshots import Failed, Waiting
 
 LOG = logging.getLogger("feedback_lab")
 TRAINING_DEVICE = "cpu"
@@ -94,6 +94,18 @@ class LiveState:
     """(hub id, bytes done, bytes in all) while a model or classifier downloads (phase 'downloading')."""
     starts_in: float | None = None
     """Estimated seconds until a waiting run starts (phase 'queued'; None while unknown)."""
+
+
+def live_snapshots(states: Iterator[LiveState]) -> Iterator[LiveState | Waiting | Failed]:
+    """A live run's states as the jobs' snapshots (engines.snapshots): a waiting run's state inside a Waiting that says
+    its place in line, an error's inside a Failed with its sentence, each carrying the state for the page to draw."""
+    for state in states:
+        if state.phase == "queued":
+            yield Queued(state.device, state.position).waiting("Your run", state.starts_in, state)
+        elif state.phase == "error":
+            yield Failed(state.message, state)
+        else:
+            yield state
 
 
 @dataclass(frozen=True)
@@ -197,10 +209,16 @@ def warm_up(model: str, cluster: Cluster | None = None) -> threading.Thread:
 
 
 class LiveRun:
-    """One learner's live run, from the settings to its end: `states()` is walked by the page's StreamingRun."""
+    """One learner's live run, from the settings to its end: `states()` is walked by the page's StreamingRun.
 
-    def __init__(self, settings: LMSettings, runs_dir: Path, cluster: Cluster | None = None, key: str | None = None):
+    `download_problem(download)` is the server's word on a model the run would download (one sentence if there is
+    no room for it, app.serving.offered.download_problem); without it nothing is checked, as for the embedded model.
+    """
+
+    def __init__(self, settings: LMSettings, runs_dir: Path, cluster: Cluster | None = None, key: str | None = None,
+                 download_problem: Callable[[object], str] | None = None):
         self.settings, self.runs_dir, self.key = settings, Path(runs_dir), key
+        self.download_problem = download_problem
         self.cluster = cluster or current()
         self.job: Job | None = None
         self._stopped = False
@@ -238,7 +256,7 @@ class LiveRun:
             sources = {"model": settings.model, "reward": settings.reward}
             for what, download in self.downloads():
                 if download is not None:
-                    sources[what] = yield from fetching(state, download)
+                    sources[what] = yield from fetching(state, download, self.download_problem)
                     yield state
         except (ModelNotAvailable, ValueError, OSError, RuntimeError) as error:
             yield replace(state, phase="error", message=str(error))
@@ -278,8 +296,6 @@ class LiveRun:
 def model_files(settings) -> list[tuple[str, str, str]]:
     """(what, name, kind) of the model and the reward of `settings`; kind is '' for a reward that reads no model files
     (VADER, a saved reward model), else 'model' or 'reward classifier'."""
-    from app.serving.offered import is_classifier
-
     return [("model", settings.model, "model"), ("reward", settings.reward, "reward classifier" if is_classifier(settings.reward) else "")]
 
 
@@ -287,16 +303,14 @@ ONE_DOWNLOAD = threading.Lock()
 """Held while a download runs: one at a time per server, so that two downloads never pass the disk check together."""
 
 
-def fetching(state: LiveState, download) -> Iterator[LiveState]:
-    """Wait for the server's other download, check the room for this one, download it on a helper thread, yielding
-    its progress every POLL_SECONDS seconds; returns the folder.
+def fetching(state: LiveState, download, download_problem: Callable[[object], str] | None) -> Iterator[LiveState]:
+    """Wait for the server's other download, check the room for this one (`download_problem`), download it on a helper
+    thread, yielding its progress every POLL_SECONDS seconds; returns the folder.
 
     A Stop closes this generator at a yield: the helper thread is told to stop, the hub client's
     threads end at their next piece received and the lock is released; the files fully fetched stay
     in this machine's Hugging Face cache (which the local cluster's workers share).
     """
-    from app.serving.limits import current as current_limits
-    from app.serving.offered import room_problem
     from engines.lm.models import ModelNotAvailable, fetch
 
     waiting = replace(state, phase="downloading", download=(download.name, 0, download.size),
@@ -314,7 +328,7 @@ def fetching(state: LiveState, download) -> Iterator[LiveState]:
             ONE_DOWNLOAD.release()
 
     try:
-        problem = room_problem(download, current_limits().max_download_mb)
+        problem = download_problem(download) if download_problem is not None else ""
     except BaseException:
         ONE_DOWNLOAD.release()
         raise
@@ -335,22 +349,6 @@ def fetching(state: LiveState, download) -> Iterator[LiveState]:
 
 
 # ----------------------------------------------------------------------------- the reward-model page's jobs
-
-
-@dataclass(frozen=True)
-class Failed:
-    """A job could not finish: the sentence to show."""
-
-    message: str
-
-
-def told(job, snapshot, what: str) -> bool:
-    """Whether `snapshot` is a job's word rather than its result, said by `job` (a page's widgets.job_view.JobView):
-    Queued, where `what` waits (a warning, cleared by the next snapshot), or Failed, what went wrong (an error)."""
-    if isinstance(snapshot, Failed):
-        job.fail(snapshot.message)
-        return True
-    return told_waiting(job, snapshot, what)
 
 
 @dataclass(frozen=True, eq=False)
@@ -410,7 +408,7 @@ def sample_pairs_on_worker(settings) -> Iterator:
 def generate_pairs(settings, cluster: Cluster | None = None, models: ModelCache = MODELS) -> Iterator:
     """The responses of `settings`: the bundled set (BUNDLED_PAIRS), one the server kept, or sampled on the cluster.
 
-    Sampling waits for its device (Queued snapshots), then yields PairProgress reports and the
+    Sampling waits for its device (Waiting snapshots), then yields PairProgress reports and the
     server keeps the result; Failed with one sentence if the model cannot be loaded.
     """
     from engines.lm.models import ModelNotAvailable
@@ -429,6 +427,9 @@ def generate_pairs(settings, cluster: Cluster | None = None, models: ModelCache 
         job = cluster.submit(cluster.device_for("auto"), f"reward models · {settings.pairs} pairs", sample_pairs_on_worker, settings)
         for progress in job.snapshots():
             if isinstance(progress, Started):
+                continue
+            if isinstance(progress, Queued):
+                yield progress.waiting("Sampling the pairs")
                 continue
             if getattr(progress, "pairs", None) is not None:
                 models.keep(key, progress.pairs)
@@ -473,6 +474,9 @@ def train_reward_model(pairs, settings, key: tuple | None, cluster: Cluster | No
                 return
             if isinstance(view, Started):
                 continue
+            if isinstance(view, Queued):
+                yield view.waiting("The training")
+                continue
             if isinstance(view, TrainingView):
                 view = replace(view, pairs=pairs)
                 step = int(view.curve["step"][-1])
@@ -506,8 +510,8 @@ def sweep_tau(pairs, taus, settings, label_seed: int, cluster: Cluster | None = 
             if isinstance(view, SweepView):
                 finished = len(view.rows)
                 yield replace(view, pairs=pairs)
-            elif not isinstance(view, Started):
-                yield view
+            elif isinstance(view, Queued):
+                yield view.waiting("The sweep")
     except WorkerDied as error:
         yield Failed(f"{error}: the sweep stopped after {finished} of {len(taus)} trainings; press Start to sweep again.")
 
@@ -578,25 +582,18 @@ class FrontierView:
     """The frontier of the prompts done, or None while loading."""
     best_reply: str = ""
     """The best sample for the first prompt (pi* as beta -> 0), with its prompt."""
-    message: str = ""
-    """One sentence when the work failed."""
 
 
 def frontier_views(source: dict, prompts: int, samples: int, seed: int, cluster: Cluster | None = None) -> Iterator:
-    """Wait for the device on the cluster (Queued snapshots), then sample and score there (the worker loads the
-    model and the reward once): a FrontierView per batch. Torch is never imported in this process."""
-    from app.serving.offered import current as current_offer, source_problem
-
+    """Wait for the device on the cluster (Waiting snapshots), then sample and score there (the worker loads the
+    model and the reward once): a FrontierView per batch, or Failed with one sentence. Torch is never imported in
+    this process. Whether the server offers the source's model and reward is its caller's to check."""
     yield FrontierView(total=prompts, samples=samples)
-    problem = source_problem(source["model"], source["reward"], current_offer())
-    if problem:
-        yield FrontierView(total=prompts, samples=samples, message=problem)
-        return
     try:
         settings = LMFrontierSettings(prompts=prompts, samples=samples, seed=seed, **source)
         for progress in frontier_progress(settings, cluster):
             if isinstance(progress, Queued):
-                yield progress
+                yield progress.waiting("The sampling")
                 continue
             yield FrontierView(
                 done=len(progress.prompts), total=prompts, samples=samples, seconds=progress.seconds,
@@ -604,4 +601,4 @@ def frontier_views(source: dict, prompts: int, samples: int, seed: int, cluster:
                 best_reply=f"{html.escape(progress.prompts[0])}<b>{html.escape(progress.best_replies[0])}</b>",
             )
     except (ValueError, OSError, RuntimeError) as error:  # a model that cannot be loaded (ModelNotAvailable), a dead worker
-        yield FrontierView(total=prompts, samples=samples, message=str(error))
+        yield Failed(str(error))

@@ -52,7 +52,7 @@ from distributed.deploy.subprocess import SubprocessScheduler
 from distributed.diagnostics.plugin import SchedulerPlugin
 from tornado.ioloop import PeriodicCallback
 
-from app.serving.freed_memory import trim_freed_memory
+from app.freed_memory import trim_freed_memory
 
 HISTORY = 100
 """Entries each of the scheduler's histories keeps (Dask's defaults: 1,000 and 10,000)."""

@@ -47,11 +47,10 @@ from pathlib import Path
 import numpy as np
 
 from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
-from app.jobs.model_jobs import LiveRun, LiveState, run_steps
-from app.serving.offered import Offer, is_folder, start_problem
+from app.jobs.model_jobs import LiveRun, LiveState, live_snapshots, run_steps
 from app.jobs.run_registry import Registry, Seen
 from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
-from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings, is_folder
 
 LOG = logging.getLogger("feedback_lab")
 KEY_FORMAT = 1
@@ -223,9 +222,10 @@ class SharedRun(Watched):
     """
 
     def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None,
-                 last_elsewhere: Callable[[], bool] = lambda: True, release: Callable[[], None] = lambda: None):
+                 last_elsewhere: Callable[[], bool] = lambda: True, release: Callable[[], None] = lambda: None,
+                 download_problem: Callable[[object], str] | None = None):
         super().__init__(key, settings, runs_dir, cluster, on_end)
-        self.live = LiveRun(settings, runs_dir, cluster, key=key)
+        self.live = LiveRun(settings, runs_dir, cluster, key=key, download_problem=download_problem)
         self._held = False
         self._last_elsewhere = last_elsewhere
         """Asked when the last learner of this process leaves: whether no learner of another process watches it."""
@@ -354,9 +354,10 @@ class ClassRuns:
             return self._registries[cluster]
 
     def watch(self, key: str | None, settings: LMSettings, device: str, runs_dir: Path, cluster: Cluster,
-              viewer) -> tuple[Watched, bool]:
+              viewer, download_problem: Callable[[object], str] | None = None) -> tuple[Watched, bool]:
         """The run `viewer` watches for `settings` on `device` (named `key`, run_key's), and whether another learner
-        started it (joined): one of this process, else one another process trains, else a new one trained here."""
+        started it (joined): one of this process, else one another process trains, else a new one trained here,
+        which checks a download with `download_problem` (LiveRun's)."""
         runs_dir = Path(runs_dir)
         settings = replace(settings, device=device)
         with self._lock:
@@ -373,7 +374,8 @@ class ClassRuns:
             else:
                 release = partial(registry.release, key, seen.run) if seen is not None else lambda: None
                 run = SharedRun(key, settings, runs_dir, cluster, on_end=self._ended,
-                                last_elsewhere=partial(self._nobody_elsewhere, cluster, key), release=release)
+                                last_elsewhere=partial(self._nobody_elsewhere, cluster, key), release=release,
+                                download_problem=download_problem)
             self._runs.append(run)
         run.start(viewer)
         return run, elsewhere
@@ -566,27 +568,29 @@ class Watching:
     run_id: str = ""
     """The run folder's name, for a run shown from its files ('finished', 'files')."""
 
+    def snapshots(self) -> Iterator:
+        """The run's states as the jobs' snapshots, for the page's job view (app.jobs.model_jobs.live_snapshots)."""
+        return live_snapshots(self.states())
+
 
 class Learner:
     """One learner's tab among the class's runs: the run of this web process it watches, and leaving it.
 
-    It is the watcher a SharedRun counts, so that a learner is one watcher whatever the page does."""
+    It is the watcher a SharedRun counts, so that a learner is one watcher whatever the page does. The server's
+    policy comes from the page: the settings it lets start (app.serving.offered.start_problem) and its word on a
+    download (`download_problem`, LiveRun's)."""
 
-    def __init__(self, runs_dir: Path | str, cluster: Cluster, class_runs: ClassRuns | None = None):
-        self.runs_dir, self.cluster = Path(runs_dir), cluster
+    def __init__(self, runs_dir: Path | str, cluster: Cluster, download_problem: Callable[[object], str] | None = None,
+                 class_runs: ClassRuns | None = None):
+        self.runs_dir, self.cluster, self.download_problem = Path(runs_dir), cluster, download_problem
         self.class_runs = class_runs or CLASS_RUNS
         """The runs of this learner's web process."""
         self.run: Watched | None = None
         """The run watched (or left, until `ended` is told); None for a run shown from its files."""
 
-    def start(self, make_settings: Callable[[], LMSettings], offer: Offer, highest: dict[str, int],
-              at_pace: bool = False) -> tuple[Watching | None, str]:
-        """(what to show, '') for the settings `make_settings()` builds, or (None, the one sentence why no run starts:
-        the settings are refused, not offered or beyond the server's limits (start_problem), or no worker of the
-        cluster offers their device)."""
-        settings, problem = start_problem(offer, make_settings, highest)
-        if settings is None:
-            return None, problem
+    def start(self, settings: LMSettings, at_pace: bool = False) -> tuple[Watching | None, str]:
+        """(what to show, '') for `settings`, which the server allows, or (None, the one sentence why no run starts: no
+        worker of the cluster offers their device)."""
         try:
             device = self.cluster.device_for(settings.device)
         except ValueError as error:
@@ -602,7 +606,7 @@ class Learner:
         done = finished_run(key, self.runs_dir)
         if done is not None:
             return Watching(partial(replay, done, at_pace), settings, "finished", run_id=done.id)
-        self.run, joined = self.class_runs.watch(key, settings, device, self.runs_dir, self.cluster, self)
+        self.run, joined = self.class_runs.watch(key, settings, device, self.runs_dir, self.cluster, self, self.download_problem)
         return Watching(partial(self.run.follow, self), settings, "joined" if joined else "started",
                         elsewhere=isinstance(self.run, FollowedRun))
 

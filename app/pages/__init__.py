@@ -12,7 +12,7 @@ and, if its first view is a function of its controls alone (no run files, no job
 NAME is listed in PAGE_ORDER; its route is /NAME with "_" written "-". A page whose
 module is absent simply has no route, link or index entry. Beside the view, the package holds
 the page's words (text.py), its figures (figures.py) and any piece that serves this page alone
-(the reward-models page's τ sweep, sweep.py): what a page is made of is found in one folder.
+(the reward-models page's τ sweep, jobs.py): what a page is made of is found in one folder.
 Its controls come from its engine's settings dataclass (widgets/settings_controls.py).
 """
 

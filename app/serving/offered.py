@@ -26,12 +26,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, LOCAL_REWARDS, REWARD_PREFIX, is_classifier, is_folder
 
 MODELS_VARIABLE = "FEEDBACK_LAB_MODELS"
 REWARDS_VARIABLE = "FEEDBACK_LAB_REWARDS"
-LOCAL_REWARDS = ("vader",)
-"""Rewards that read no model files: always offered."""
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 """The form of a hub id: a name, or owner/name."""
 CAUSAL_LM = ("ForCausalLM", "LMHeadModel")
@@ -55,11 +53,6 @@ class Offer:
     """Causal language models: 'embedded', hub ids and folders; the first is the pages' default."""
     rewards: tuple[str, ...] = ()
     """Reward classifiers (hub ids and folders) offered besides VADER and the reward models saved in the runs folder."""
-
-
-def is_folder(name: str) -> bool:
-    """Whether a model name means a folder (a path) rather than a hub id."""
-    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or Path(name).expanduser().is_dir()
 
 
 def config_kind(config: Path) -> str:
@@ -246,11 +239,6 @@ def reward_options(root: Path) -> dict[str, str]:
     return {name: name for name in reward_classifiers()} | {f"learned: {Path(r[len(REWARD_PREFIX):]).name}": r for r in learned_rewards(root)}
 
 
-def is_classifier(reward: str) -> bool:
-    """Whether a reward is a classifier's files: not VADER, nor a saved reward model (a file of the runs folder only)."""
-    return not (reward in LOCAL_REWARDS or reward.startswith(REWARD_PREFIX))
-
-
 def source_problem(model: str, reward: str, offer: Offer) -> str:
     """One sentence if `model` or `reward` is not offered, or is an offered folder no longer holding a model ('' otherwise)."""
     if model not in offer.models:
@@ -296,6 +284,14 @@ def available_memory() -> int:
     import psutil
 
     return psutil.virtual_memory().available
+
+
+def download_problem(download) -> str:
+    """The server's word on a download a run asks for (room_problem at this server's --max-download-mb): what a live
+    run is handed to check (app.jobs.model_jobs.LiveRun)."""
+    from app.serving.limits import current as current_limits
+
+    return room_problem(download, current_limits().max_download_mb)
 
 
 def room_problem(download, max_download_mb: int) -> str:

@@ -48,9 +48,9 @@ from panel.theme import Bootstrap
 
 import assets
 from app.serving import limits, ready_pages, room
+from app.freed_memory import trim_freed_memory
 from app.serving.cores import share_cores
 from app.serving.web_processes import default_origins
-from app.serving.freed_memory import trim_freed_memory
 from app.pages import COURSE, PageInfo, available_pages
 from app.pages.thumbnails import PICTURES, shipped
 from widgets.pace_banner import PaceBanner
@@ -673,7 +673,16 @@ def panel_serve_view() -> PageTemplate:
     return build_index(pages, query_link)
 
 
-if __name__.startswith("bokeh_app"):
+def serve_panel_session() -> None:
+    """Make this session's page servable, for `panel serve app/serving/server.py`."""
     pn.config.exception_handler = session_exception
     skip_document_validation()
     admitted(panel_serve_view)().servable(title=APP_TITLE)
+
+
+if __name__.startswith("bokeh_app"):
+    # `panel serve` runs this file as a fresh module for each session and empties that module when the session ends,
+    # before the session's end callbacks run: the callbacks are made by the imported module, whose names outlive it.
+    from app.serving import server
+
+    server.serve_panel_session()

@@ -11,6 +11,7 @@ can read the defaults without loading it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import assets
 from engines.settings import finite, require, whole
@@ -25,6 +26,8 @@ PROMPT_SETS = ("reviews", "feelings")
 """'reviews': the bundled movie-review openings; 'feelings': seed 001's lab prompts (engines.lm.preferences)."""
 REWARD_PREFIX = "reward-model:"
 """Reward names of the form 'reward-model:PATH' load the reward model saved at PATH (engines.lm.reward_model)."""
+LOCAL_REWARDS = ("vader",)
+"""Rewards that read no model files (engines.lm.rewards)."""
 SEED_LR = 2e-5
 """The seed's learning rate for GPT-2 small (124M parameters)."""
 MODEL_LR = {EMBEDDED: 7e-5}
@@ -39,6 +42,16 @@ def default_lr(model: str) -> float:
     """The learning rate used when none is given: MODEL_LR[model], else the seed's 2e-5."""
     return MODEL_LR.get(model, SEED_LR)
 
+
+
+def is_folder(name: str) -> bool:
+    """Whether a model name means a folder (a path) rather than a hub id."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or Path(name).expanduser().is_dir()
+
+
+def is_classifier(reward: str) -> bool:
+    """Whether a reward is a classifier's files: not VADER, nor a saved reward model (a file of the runs folder only)."""
+    return not (reward in LOCAL_REWARDS or reward.startswith(REWARD_PREFIX))
 
 @dataclass(frozen=True)
 class LMSource:

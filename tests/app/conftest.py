@@ -6,7 +6,7 @@
     cpu_taken                                 the CPU of the test session's local Dask cluster held by a paused run
     offer(models=(...), rewards=(...))       the models and reward classifiers the pages offer, for one test
 
-Server and start_server live in tests/servers.py, shared with the browser tests and the benchmarks.
+Server and start_server live in bench/servers.py, shared with the browser tests and the benchmarks.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # run; servers started by the tests inherit it unless given --max-runs-per-device.
 os.environ.setdefault("FEEDBACK_LAB_RUNS_PER_DEVICE", "1")
 
-from tests.servers import Server, start_server, stop_server
+from bench.servers import Server, start_server, stop_server
 
 
 @pytest.fixture

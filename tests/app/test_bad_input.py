@@ -195,7 +195,8 @@ def test_the_reward_model_page_loads_only_files_of_its_pairs_folder(monkeypatch,
     try:
         for path in ("/etc/passwd", str(outside), str(tmp_path / "pairs" / ".." / "elsewhere.npz"), "../../etc/passwd"):
             pg.pairs_files.load(path)
-            assert pg.pairs_files.error.visible and pg.pairs_files.error.object == f"- Only the pairs files listed, in {tmp_path / 'pairs'}, can be loaded."
+            notice = pg.pairs_job.notice
+            assert notice.visible and notice.object == f"Only the pairs files listed, in {tmp_path / 'pairs'}, can be loaded."
             assert pg.data is None
     finally:
         pg.close()

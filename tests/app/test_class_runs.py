@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from bench.class_runs import class_presses_start, settings_query
-from tests.servers import start_server, stop_server
+from bench.servers import start_server, stop_server
 
 
 def run_class(learners: int, distinct: int) -> tuple[dict, Path]:

@@ -31,7 +31,7 @@ from app.jobs.scheduler_upkeep import (
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
-from tests.servers import wait_until
+from bench.servers import wait_until
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker cannot import a test module by name
 
@@ -121,14 +121,14 @@ def trims_freed_memory() -> bool:
     """Run on the scheduler: whether its thread that hands freed memory back to the system runs."""
     import threading
 
-    from app.serving.freed_memory import TRIM_THREAD
+    from app.freed_memory import TRIM_THREAD
 
     return any(t.name == TRIM_THREAD for t in threading.enumerate())
 
 
 def test_the_local_scheduler_runs_in_a_process_of_its_own_that_returns_freed_memory():
     assert current().client.run_on_scheduler(os.getpid) != os.getpid()
-    from app.serving.freed_memory import glibc_malloc_trim
+    from app.freed_memory import glibc_malloc_trim
 
     assert current().client.run_on_scheduler(trims_freed_memory) is (glibc_malloc_trim() is not None)
 
@@ -139,7 +139,7 @@ def test_a_served_local_cluster_listens_on_loopback_only_and_not_on_dask_s_fixed
     worker's listen on loopback only, the web server too by default (--address localhost)."""
     import psutil
 
-    from tests.servers import start_server, stop_server
+    from bench.servers import start_server, stop_server
 
     server = start_server()
     try:
@@ -443,14 +443,14 @@ def test_slots_from_the_environment(monkeypatch):
 
 
 def test_a_queued_sentence_names_the_device_and_the_place():
-    assert Queued("cuda", 2).sentence("The training").startswith("The training waits for the cuda (place 2 in line): ")
-    assert "(place" not in Queued("cpu", None).sentence("The sweep")
+    assert Queued("cuda", 2).waiting("The training").sentence.startswith("The training waits for the cuda (place 2 in line): ")
+    assert "(place" not in Queued("cpu", None).waiting("The sweep").sentence
 
 
 def test_serve_with_a_scheduler_that_does_not_answer_says_so_and_exits_2():
     import subprocess
 
-    from tests.servers import free_port
+    from bench.servers import free_port
 
     done = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--port", str(free_port()), "--scheduler",
                            f"tcp://127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=120)
@@ -467,7 +467,7 @@ def test_a_local_schedulers_own_process_and_its_workers_exit_with_their_web_proc
     close the cluster, so no worker's semaphore is left for the resource tracker to report."""
     import psutil
 
-    from tests.servers import start_server, stop_server
+    from bench.servers import start_server, stop_server
 
     server, processes = start_server(), []
     try:

@@ -13,7 +13,7 @@ from bokeh.application.handlers.function import FunctionHandler
 from bokeh.server.server import Server
 from tornado.ioloop import IOLoop
 
-from tests.servers import free_port
+from bench.servers import free_port
 from widgets.streaming import deliver
 
 DELIVERED = 20_000

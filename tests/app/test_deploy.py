@@ -28,7 +28,7 @@ from app.jobs.scheduler_upkeep import HISTORY
 from app.serving.room import TOKEN_VARIABLE
 from bench.load_test import ROOM_GUIDE, Classroom, PageSession, keyed
 from tests.app.test_cluster import scheduler_histories
-from tests.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
+from bench.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
@@ -137,7 +137,7 @@ def test_two_learners_on_two_web_processes_wait_in_one_line_for_the_one_cpu(topo
         while not any(f.is_dir() for f in topology.runs.iterdir()):
             await asyncio.sleep(0.2)
         await second.click("Start")
-        while not any("your run is number 1 in line" in text for text in heard):
+        while not any("(place 1 in line)" in text for text in heard):
             await asyncio.sleep(0.2)
         line = topology.cluster.overview()
         while len(finished_runs(topology.runs)) < 2:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.packaging import build_wheel, fresh_venv, install, run_env
-from tests.servers import ROOT, Server, stop_server, wait_for_health
-from tests.servers import free_port
+from bench.servers import ROOT, Server, stop_server, wait_for_health
+from bench.servers import free_port
 
 DOCKERFILE = ROOT / "Dockerfile"
 PORT = "5006"

@@ -16,14 +16,14 @@ import panel as pn
 import pytest
 
 import app.pages.bandit as bandit
-import app.pages.bandit.training as bandit_training
+import app.pages.bandit.jobs as bandit_jobs
 import app.pages.token_world as token_world
 import app.pages.toy_target as toy_target
 from app.serving import limits, server
 from app.serving.limits import ServerLimits
 from app.pages import PageInfo
-from tests.servers import open_session_document
-from tests.servers import serving_in_process
+from bench.servers import open_session_document
+from bench.servers import serving_in_process
 from widgets.streaming import FAILED, THREAD_NAME, TIME_LIMIT, StreamingRun
 
 
@@ -113,8 +113,8 @@ LIMITED_JOBS = [
     (bandit.page, lambda pg: pg.training.start(), lambda pg: pg.training.job.run),
     (token_world.page, lambda pg: pg.mc.start(), lambda pg: pg.mc.job.run),
     (token_world.page, lambda pg: pg.training.start(), lambda pg: pg.training.job.run),
-    (toy_target.page, "start_experiment", lambda pg: pg.experiment_job.run),
-    (toy_target.page, "start_training", lambda pg: pg.training_job.run),
+    (toy_target.page, lambda pg: pg.experiment.start(), lambda pg: pg.experiment.job.run),
+    (toy_target.page, lambda pg: pg.training.start(), lambda pg: pg.training.job.run),
 ]
 
 
@@ -154,20 +154,20 @@ def test_an_exception_in_a_job_is_one_sentence_for_its_user_logged_with_its_trac
 
 def test_a_failing_engine_on_a_page_leaves_the_page_working(monkeypatch, caplog):
     pg = bandit.page()
-    original = bandit_training.training_views
+    original = bandit_jobs.training_views
 
     def failing(settings, every):
         raise MemoryError("the engine ran out of memory")
         yield  # a generator, as the engine's is
 
     try:
-        monkeypatch.setattr(bandit_training, "training_views", failing)
+        monkeypatch.setattr(bandit_jobs, "training_views", failing)
         with caplog.at_level(logging.ERROR, logger="feedback_lab"):
             pg.training.start()
             pg.training.job.run.join(30)
         assert pg.training.job.run.notice.object == FAILED.format(kind="MemoryError") and not pg.training.job.controls.running
         assert any(r.exc_info and r.exc_info[0] is MemoryError for r in caplog.records)
-        monkeypatch.setattr(bandit_training, "training_views", original)
+        monkeypatch.setattr(bandit_jobs, "training_views", original)
         pg.training.start()
         pg.training.job.run.join(60)
         assert not pg.training.job.run.notice.visible and pg.training.job.controls.progress == 1.0 and pg.training.view is not None

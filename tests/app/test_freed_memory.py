@@ -1,10 +1,10 @@
-"""app.serving.freed_memory: the thread that hands freed memory back to the system."""
+"""app.freed_memory: the thread that hands freed memory back to the system."""
 
 import ctypes
 import threading
 import time
 
-from app.serving.freed_memory import TRIM_THREAD, trim_freed_memory
+from app.freed_memory import TRIM_THREAD, trim_freed_memory
 
 
 def test_the_server_returns_freed_memory_on_one_thread_however_often_asked():

@@ -5,6 +5,7 @@ import itertools
 
 import panel as pn
 
+from engines.snapshots import Failed, Waiting
 from widgets.job_view import JobView
 
 
@@ -83,14 +84,18 @@ def test_restart_soon_stops_the_job_under_way_and_starts_afresh():
     assert started == [False] and not job.active and job.controls.progress == 0.0
 
 
-def test_a_model_jobs_word_is_said_by_its_view_and_its_result_is_not():
-    from app.jobs.cluster import Queued
-    from app.jobs.model_jobs import Failed, told
-
-    job = JobView(apply=lambda snapshot: None, on_start=lambda: None)
-    queued = Queued(device="cpu", position=2)
-    assert told(job, queued, "The training")
+def test_a_jobs_wait_and_failure_are_said_by_its_view_and_only_its_results_reach_the_page():
+    handed = []
+    job = JobView(apply=handed.append, on_start=lambda: None)
+    job.receive(Waiting("The training waits for the cpu (place 2 in line)."))
     assert job.notice.visible and job.notice.alert_type == "warning" and job.notice.object.startswith("The training")
-    assert not told(job, object(), "The training") and not job.notice.visible  # a result clears the wait's sentence
-    assert told(job, Failed("The pairs could not be generated: no model."), "The training")
-    assert job.run.failure_told and job.notice.alert_type == "danger" and job.notice.object == "The pairs could not be generated: no model."
+    result = object()
+    job.receive(result)
+    assert handed == [result] and not job.notice.visible  # a result clears the wait's sentence
+    job.receive(Waiting("The run waits.", snapshot="what it has so far"))
+    assert handed == [result, "what it has so far"] and job.notice.object == "The run waits."
+    job.receive(Failed("The pairs could not be generated: <no model>."))
+    assert job.failed and job.notice.alert_type == "danger" and job.notice.object == "The pairs could not be generated: &lt;no model&gt;."
+    job.receive(result)
+    assert job.failed and job.notice.visible  # a failure stays said until the next start
+    assert handed == [result, "what it has so far", result]

@@ -192,9 +192,9 @@ def test_the_section_starts_from_the_engine_defaults():
     assert LM_SOURCE == {k: getattr(LMSettings(), k) for k in LM_SOURCE}  # the live run's defaults, from one definition
     pg = KLPage(query={}, runs_dir="/nonexistent/runs")
     assert (pg.lm_prompts, pg.lm_samples, pg.lm_seed) == (d.prompts, d.samples, d.seed)
-    assert pg.param.lm_source.objects == [source_label(LM_SOURCE)] and len(pg.lm_points.data["kl"]) == 0
-    assert "No run's evaluations" in pg.lm_summary.object
-    assert f"log m = {math.log(d.samples):.2f} nats" in pg.lm_approx.object
+    assert pg.param.lm_source.objects == [source_label(LM_SOURCE)] and len(pg.sampled.points.data["kl"]) == 0
+    assert "No run's evaluations" in pg.sampled.summary.object
+    assert f"log m = {math.log(d.samples):.2f} nats" in pg.sampled.approx.object
 
 
 def test_the_page_module_does_not_import_torch():
@@ -209,14 +209,14 @@ def test_the_page_module_does_not_import_torch():
 def test_runs_of_the_chosen_model_and_reward_are_drawn(runs_dir):
     pg = KLPage(query={}, runs_dir=runs_dir)
     assert len(pg.param.lm_source.objects) == 2 and KLPage.param.lm_source.objects == [source_label(LM_SOURCE)]
-    assert pg.lm_paths.data["xs"] == [[0.0, 1.0, 18.0], [0.0, 1.5]] and pg.lm_paths.data["ys"] == [[0.4, 0.9, 2.8], [0.4, 2.3]]
-    assert pg.lm_points.data["step"] == [0, 50, 100, 0, 100] and len(set(pg.lm_paths.data["colour"])) == 2
-    assert OKABE_ITO["blue"] not in pg.lm_paths.data["colour"]  # the frontier's colour
-    assert pg.lm_x_range.end == pytest.approx(1.1 * 3 * math.log(32))  # the 18-nat point is left out of the view
-    assert "1 lie right of the view (up to 18.0 nats)" in pg.lm_summary.object
+    assert pg.sampled.paths.data["xs"] == [[0.0, 1.0, 18.0], [0.0, 1.5]] and pg.sampled.paths.data["ys"] == [[0.4, 0.9, 2.8], [0.4, 2.3]]
+    assert pg.sampled.points.data["step"] == [0, 50, 100, 0, 100] and len(set(pg.sampled.paths.data["colour"])) == 2
+    assert OKABE_ITO["blue"] not in pg.sampled.paths.data["colour"]  # the frontier's colour
+    assert pg.sampled.x_range.end == pytest.approx(1.1 * 3 * math.log(32))  # the 18-nat point is left out of the view
+    assert "1 lie right of the view (up to 18.0 nats)" in pg.sampled.summary.object
     short = next(label for label in pg.param.lm_source.objects if "T = 12" in label)
     pg.lm_source = short
-    assert pg.lm_paths.data["xs"] == [[0.0, 0.5]] and pg.lm_points.data["reward"] == [0.1, 0.3]
+    assert pg.sampled.paths.data["xs"] == [[0.0, 0.5]] and pg.sampled.points.data["reward"] == [0.1, 0.3]
     linked = KLPage(query={"lm_source": short, "lm_samples": "64"}, runs_dir=runs_dir)
     assert linked.lm_source == short and linked.lm_samples == 64 and not linked.notice.visible
 
@@ -225,40 +225,40 @@ def test_the_sampled_frontier_is_the_engines_and_the_runs_are_read_against_it(ru
     from engines.lm.frontier import LMFrontierSettings, lm_frontier
 
     pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4", "lm_seed": "7"}, runs_dir=runs_dir)
-    pg.start_frontier()
-    pg.lm_job.run.join(120)
-    assert pg.lm_job.controls.progress == 1.0 and not pg.lm_job.controls.running
+    pg.sampled.start()
+    pg.sampled.job.run.join(120)
+    assert pg.sampled.job.controls.progress == 1.0 and not pg.sampled.job.controls.running
     expected = sampled_frontier(lm_frontier(LMFrontierSettings(prompts=2, samples=4, seed=7)).rewards, LM_BETAS)
-    np.testing.assert_array_equal(pg.lm_curve.data["kl"], expected.kl)
-    np.testing.assert_array_equal(pg.lm_curve.data["reward"], expected.reward)
+    np.testing.assert_array_equal(pg.sampled.curve.data["kl"], expected.kl)
+    np.testing.assert_array_equal(pg.sampled.curve.data["reward"], expected.reward)
     assert pg.ceiling_rule.visible and pg.ceiling_rule.location == pytest.approx(math.log(4))
-    assert f"<b>{expected.reference_reward:+.3f}</b>" in pg.lm_status.object and "2 of 2 prompts × 4 replies" in pg.lm_status.object
-    kl = np.asarray(pg.lm_points.data["kl"])
-    frontier = np.asarray(pg.lm_points.data["frontier_reward"])
+    assert f"<b>{expected.reference_reward:+.3f}</b>" in pg.sampled.status.object and "2 of 2 prompts × 4 replies" in pg.sampled.status.object
+    kl = np.asarray(pg.sampled.points.data["kl"])
+    frontier = np.asarray(pg.sampled.points.data["frontier_reward"])
     within = kl <= expected.kl.max()
     np.testing.assert_allclose(frontier[within], np.interp(kl[within], expected.kl[::-1], expected.reward[::-1]))
     assert np.all(np.isnan(frontier[~within])) and within[[0, 3]].all() and not within[2]  # KL 0 always, 18 nats never
-    below = int((np.asarray(pg.lm_points.data["reward"])[within] < frontier[within]).sum())
-    assert f"{within.sum()} lie within the frontier's reach, a KL of {expected.kl.max():.2f} nats (log m = 1.39" in pg.lm_summary.object
-    assert f"{below} of them below the sampled frontier" in pg.lm_summary.object
+    below = int((np.asarray(pg.sampled.points.data["reward"])[within] < frontier[within]).sum())
+    assert f"{within.sum()} lie within the frontier's reach, a KL of {expected.kl.max():.2f} nats (log m = 1.39" in pg.sampled.summary.object
+    assert f"{below} of them below the sampled frontier" in pg.sampled.summary.object
     pg.lm_samples = 8  # another m: the old frontier is dropped
-    assert len(pg.lm_curve.data["kl"]) == 0 and not pg.ceiling_rule.visible and "log m = 2.08" in pg.lm_approx.object
+    assert len(pg.sampled.curve.data["kl"]) == 0 and not pg.ceiling_rule.visible and "log m = 2.08" in pg.sampled.approx.object
 
 
 def test_the_sampling_waits_for_the_device_in_the_queue_and_says_so(runs_dir, cpu_taken):
     from app.jobs.cluster import Queued, current
 
     pg = KLPage(query={"lm_prompts": "2", "lm_samples": "4"}, runs_dir=runs_dir)
-    pg.start_frontier()
+    pg.sampled.start()
     deadline = time.monotonic() + 60
-    while not (pg.lm_job.run.notice.visible and "place 1" in pg.lm_job.run.notice.object):
+    while not (pg.sampled.job.run.notice.visible and "place 1" in pg.sampled.job.run.notice.object):
         assert time.monotonic() < deadline, "the sampling never said it waits"
         time.sleep(0.05)
-    assert pg.lm_job.run.notice.object == Queued("cpu", 1).sentence("The sampling") and len(pg.lm_curve.data["kl"]) == 0
+    assert pg.sampled.job.run.notice.object == Queued("cpu", 1).waiting("The sampling").sentence and len(pg.sampled.curve.data["kl"]) == 0
     assert current().overview()[0].waiting == ("KL page · frontier, 2 prompts × 4 replies",)
     cpu_taken.free()
-    pg.lm_job.run.join(120)
-    assert pg.lm_job.controls.progress == 1.0 and not pg.lm_job.run.notice.visible and current().overview() == []
+    pg.sampled.job.run.join(120)
+    assert pg.sampled.job.controls.progress == 1.0 and not pg.sampled.job.run.notice.visible and current().overview() == []
 
 
 @pytest.mark.parametrize("offered,sentence", [
@@ -273,12 +273,12 @@ def test_a_model_that_is_not_offered_or_not_on_this_machine_gives_one_sentence(t
     write_run(tmp_path, "x", [(0, 0.0, 0.1)], model="feedback-lab-tests/no-such-model")
     pg = KLPage(query={}, runs_dir=tmp_path)
     pg.lm_source = next(label for label in pg.param.lm_source.objects if "no-such-model" in label)
-    pg.start_frontier()
-    pg.lm_job.run.join(60)
-    notice = pg.lm_job.notice
-    assert (notice.object, notice.alert_type, notice.visible) == (sentence, "danger", True) and not pg.lm_job.controls.running
+    pg.sampled.start()
+    pg.sampled.job.run.join(60)
+    notice = pg.sampled.job.notice
+    assert (notice.object, notice.alert_type, notice.visible) == (sentence, "danger", True) and not pg.sampled.job.controls.running
     pg.lm_source = source_label(LM_SOURCE)  # the page keeps working
-    assert "Press Start" in pg.lm_status.object and not notice.visible
+    assert "Press Start" in pg.sampled.status.object and not notice.visible
 
 
 @pytest.mark.parametrize("query,bad", [({"lm_samples": "2000"}, "lm_samples"), ({"lm_prompts": "0"}, "lm_prompts"),

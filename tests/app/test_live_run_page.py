@@ -17,13 +17,14 @@ import pytest
 from app.cli import main as cli
 from app.jobs.cluster import current as current_cluster
 from app.serving.limits import LIMITED
-from app.jobs.model_jobs import LiveState
+from app.jobs.model_jobs import LiveState, live_snapshots
 from app.pages.live_run import LiveRunPage, page
 from app.jobs.runs import REWARD_MODELS, RunWriter, read_run
 from app.jobs.shared_runs import Watching
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import LMSettings, default_lr
+from engines.snapshots import Waiting
 from app.pages.live_run import evaluation as run_evaluation
 from app.pages.live_run.evaluation import RunEvaluation
 from app.pages.live_run.replies import RATIO_PALETTE, ratio_colours
@@ -123,9 +124,14 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
 
 def test_a_waiting_run_says_its_place_once_known_and_never_none():
     settings = LMSettings()
-    assert "your run is number 2 in line" in status_html(LiveState("queued", settings, position=2, device="cpu"), "a run")
-    before = status_html(LiveState("queued", settings, position=None, device="cpu"), "a run")
-    assert "Waiting for cpu: your run is in line." in before and "None" not in before
+    waiting = LiveState("queued", settings, position=2, device="cpu", starts_in=151)
+    (said,) = live_snapshots(iter([waiting]))
+    assert isinstance(said, Waiting) and said.snapshot is waiting
+    assert said.sentence.startswith("Your run waits for the cpu (place 2 in line): ")
+    assert "It should start in about 2 min 30 s." in said.sentence
+    (before,) = live_snapshots(iter([LiveState("queued", settings, position=None, device="cpu")]))
+    assert "(place" not in before.sentence and "None" not in before.sentence and "start in about" not in before.sentence
+    assert "Waiting for the cpu" in status_html(waiting, "a run") and "in line" not in status_html(waiting, "a run")
 
 
 def test_the_line_above_the_status_says_how_the_learner_came_to_the_run():
@@ -151,7 +157,7 @@ def test_queue_pause_resume_stop(tmp_path):
         assert a.job.pause_buttons[0].disabled and not a.job.pause_buttons[1].disabled and "Paused after step" in a.display.status.object
         b.start()
         # Its place is known once the scheduler has handed the job to the worker (until then it waits without a number).
-        wait_for(lambda: b.phase == "queued" and "number 1 in line" in b.display.status.object)
+        wait_for(lambda: b.phase == "queued" and "(place 1 in line)" in b.job.notice.object)
         wait_for(lambda: "1 waiting" in a.display.queue_line.object)  # every page sees the line
         b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
         b.job.run.join(10)

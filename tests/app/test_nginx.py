@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.servers import NGINX, document_roots, free_port, get_page, loopback_config, pull_document, wait_until
+from bench.servers import NGINX, document_roots, free_port, get_page, loopback_config, pull_document, wait_until
 
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")

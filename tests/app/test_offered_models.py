@@ -5,6 +5,7 @@ The hub is never reached: its answers are replaced where the hub client answers 
 snapshot_download), the free disk and memory where the standard library and psutil report them.
 """
 
+import html
 import shutil
 import time
 from collections import namedtuple
@@ -17,8 +18,9 @@ import pytest
 from huggingface_hub import constants
 
 from app.cli import main as cli
-from app.jobs.model_jobs import ONE_DOWNLOAD, frontier_views
+from app.jobs.model_jobs import ONE_DOWNLOAD
 from app.serving.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment, offer_menu
+from app.pages.kl import KLPage
 from app.pages.live_run import LiveRunPage
 from app.jobs.runs import read_run
 from engines.lm.models import DownloadStopped, is_local
@@ -233,8 +235,11 @@ def test_an_offered_folder_that_disappears_is_refused_at_start_in_one_sentence(t
 def test_the_kl_pages_frontier_samples_only_an_offered_model(offer):
     offer(models=("embedded",))
     source = {"model": "bigscience/bloom", "reward": "vader", "T": 24, "prompt_tokens": 8, "prompt_set": "reviews"}
-    views = list(frontier_views(source, 2, 2, 0, cluster=None))  # refused before any job is sent to a cluster
-    assert views[-1].message == "This server does not offer the model 'bigscience/bloom'; choose one of embedded."
+    pg = KLPage()
+    pg.sources[pg.lm_source] = source  # a run of a model the server no longer offers
+    pg.sampled.start()  # refused before any job is sent to a cluster
+    assert pg.sampled.job.failed and not pg.sampled.job.run.running
+    assert pg.sampled.job.notice.object == html.escape("This server does not offer the model 'bigscience/bloom'; choose one of embedded.")
 
 
 # ----------------------------------------------------------------------------- room for a download, one at a time

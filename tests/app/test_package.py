@@ -17,7 +17,7 @@ import pytest
 
 from app.pages import available_pages
 from tests.packaging import build_wheel, fresh_venv, install, run_env
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, ROOT, Server, free_port, stop_server, wait_for_health
+from bench.servers import CHROMIUM, CHROMIUM_ARGS, ROOT, Server, free_port, stop_server, wait_for_health
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PACKAGES = [pattern.rstrip("*") for pattern in PROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
@@ -168,7 +168,7 @@ def test_every_page_answers_over_http(served):
 @pytest.mark.browser
 def test_every_page_draws_in_chromium_with_the_packaged_stylesheet_and_no_console_error(served):
     # Playwright started and stopped here, not pytest-playwright's session-long instance: that one keeps its event
-    # loop running in this thread, and the tests/app modules after this one call asyncio.run (tests/servers.py).
+    # loop running in this thread, and the tests/app modules after this one call asyncio.run (bench/servers.py).
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []

@@ -15,7 +15,7 @@ from tornado.websocket import websocket_connect
 from app.serving import limits, ready_pages, server
 from app.serving.limits import ServerLimits
 from app.pages import available_pages, baselines
-from tests.servers import _read_message, page_token, pull_document, serving_in_process, wait_until
+from bench.servers import _read_message, page_token, pull_document, serving_in_process, wait_until
 
 READY = [f"/{info.route}" for info in available_pages() if info.ready_ahead]
 

@@ -157,7 +157,9 @@ def test_a_corrupt_pairs_file_is_one_sentence(make_page, tmp_path):
     bad.write_bytes(b"PK\x03\x04 not really a zip file")
     pg.pairs_files.refresh()
     pg.pairs_files.load(pg.pairs_files.files.options["broken.npz"])
-    assert pg.pairs_files.error.visible and pg.pairs_files.error.object == f"- {bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
+    notice = pg.pairs_job.notice
+    assert notice.visible and notice.alert_type == "danger"
+    assert notice.object == f"{bad} is not a readable pairs file: it is truncated, corrupt or not a .npz file."
     assert pg.data is before  # the page goes on with the pairs it had
 
 
@@ -175,7 +177,7 @@ def test_a_worker_killed_during_training_is_one_sentence_on_the_page_and_start_t
     assert shown <= stopped_at < 2000 and pg.trained is None
     pg.steps = 20
     wait(lambda: pg.trained is not None)  # on the fresh worker the nanny started
-    assert not notice.visible and not pg.pairs_files.error.visible
+    assert not notice.visible and not pg.pairs_job.notice.visible
 
 
 def test_the_sweep_matches_the_engine(make_page):
@@ -208,7 +210,7 @@ def test_a_second_learner_gets_the_kept_reward_model_without_training_again(make
 def test_training_waits_for_the_cpu_in_the_queue_and_says_so(make_page, cpu_taken):
     pg = make_page({"steps": "20"})
     wait(lambda: pg.training_job.run.notice.visible and "place 1" in pg.training_job.run.notice.object)
-    assert pg.training_job.run.notice.object == Queued("cpu", 1).sentence("The training")
+    assert pg.training_job.run.notice.object == Queued("cpu", 1).waiting("The training").sentence
     assert "waits for the cpu (place 1 in line)" in pg.training_job.run.notice.object and len(pg.training_display.curve.data["step"]) == 0
     assert [q.waiting for q in current().overview()] == [("reward models · training 20 steps",)]
     cpu_taken.free()
@@ -243,7 +245,7 @@ def test_pairs_from_the_embedded_model_wait_in_the_queue_and_are_kept(tmp_path, 
     pg = rm.RewardModelPage(query={"pairs": "50", "steps": "20"}, root=tmp_path, models=models)
     try:
         wait(lambda: pg.pairs_job.run.notice.visible and "place 1" in pg.pairs_job.run.notice.object)
-        assert pg.pairs_job.run.notice.object == Queued("cpu", 1).sentence("Sampling the pairs") and pg.data is None
+        assert pg.pairs_job.run.notice.object == Queued("cpu", 1).waiting("Sampling the pairs").sentence and pg.data is None
         cpu_taken.free()
         wait(lambda: pg.data is not None)
         pg.training_job.stop()

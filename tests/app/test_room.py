@@ -17,7 +17,7 @@ from app.serving.limits import ServerLimits
 from app.pages import room as room_page
 from app.pages.bandit import BASELINE_EFFECT, WHICH_ARM
 from app.serving.room import REFUSED, Counts, LocalBoard, Pace, Room, SchedulerBoard, TeacherToken, pace_for, read_pace
-from tests.servers import page_token, pull_document, serving_in_process, wait_until
+from bench.servers import page_token, pull_document, serving_in_process, wait_until
 from app.pages.room.class_runs import ClassRunsPlot, RunLine
 from widgets.predict import Guide, PredictionCard
 

@@ -7,7 +7,7 @@ import panel as pn
 
 from app.serving.limits import ServerLimits
 from app.pages import available_pages
-from tests.servers import page_token, pull_document, serving_in_process, wait_until
+from bench.servers import page_token, pull_document, serving_in_process, wait_until
 
 
 def test_two_sessions_get_distinct_page_objects_sharing_no_mutable_state():

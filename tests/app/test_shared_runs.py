@@ -242,7 +242,7 @@ def test_a_run_waiting_for_its_device_says_when_it_should_start(tmp_path):
         a.start()
         wait_for(lambda: len(a._state.metrics) >= 3)
         b.start()
-        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.display.status.object)
+        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.job.notice.object)
         (running,) = [r for r in CLASS_RUNS.training(tmp_path) if r.settings.steps == 400]
         left = 400 - running.state.step
         said, pace = b._state.starts_in, wall_pace(list(running.state.metrics[-30:]))
@@ -281,6 +281,7 @@ def page_of(process, runs_dir, steps: int) -> LiveRunPage:
     return pg
 
 
+@pytest.mark.server
 def test_a_run_is_trained_once_for_the_learners_of_two_web_processes_and_stops_when_the_last_leaves(tmp_path, other_process):
     a, b = tiny_page(tmp_path, 400), page_of(other_process, tmp_path, 400)
     try:
@@ -322,7 +323,7 @@ def test_the_wall_clock_pace_counts_the_waits_between_steps():
 
 def test_a_wait_is_said_as_a_person_says_it_and_the_benchmark_reads_it_back():
     from bench.class_runs import WAIT
-    from app.pages.live_run.status import format_wait
+    from app.jobs.cluster import format_wait
 
     said = {s: format_wait(s) for s in (3, 42, 89, 151, 180, 599, 1000)}
     assert said == {3: "5 s", 42: "40 s", 89: "90 s", 151: "2 min 30 s", 180: "3 min", 599: "10 min", 1000: "17 min"}

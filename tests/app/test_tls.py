@@ -28,7 +28,7 @@ from app.jobs.cluster import SchedulerUnreachable, check_tls_settings, refusal
 from app.serving.room import TOKEN_VARIABLE
 from bench.load_test import PageSession
 from tests.app.test_deploy import RUN, SERVICES, TEACHER_TOKEN, command, finished_runs
-from tests.servers import ROOT, free_port, start_server, stop_server, wait_until
+from bench.servers import ROOT, free_port, start_server, stop_server, wait_until
 
 TLS = yaml.safe_load((ROOT / "deploy" / "compose.tls.yaml").read_text())
 TLS_SERVICES = TLS["services"]

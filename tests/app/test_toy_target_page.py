@@ -12,9 +12,9 @@ from app.pages.toy_target import (
     V,
     check_yourself_text,
     coordinate,
-    draw_batches,
     page,
 )
+from engines.toy_target import draw_batches
 from app.pages.toy_target.figures import (
     COLOURS,
     coordinate_numbers,
@@ -45,8 +45,8 @@ QUICK = {"steps": "50", "seeds": "2"}
 def ready(query: dict) -> ToyTargetPage:
     """A page whose runs (on their worker threads) have finished."""
     pg = page(query=query)
-    pg.experiment_job.run.join()
-    pg.training_job.run.join()
+    pg.experiment.job.run.join()
+    pg.training.job.run.join()
     return pg
 
 
@@ -66,13 +66,13 @@ def test_default_is_figure_2s_coordinate_and_the_check_yourself_numbers(default_
 
 
 def test_plots_follow_the_engine(default_page):
-    pg, b = default_page, default_page.batches_drawn
+    pg, b = default_page, default_page.experiment.drawn
     target = draw_target(T, V, 0)
     J, grad = exact_gradient(THETA, target)
     assert b.drawn == 500 and J == pytest.approx(1 / 8)
-    np.testing.assert_allclose(pg.means.data["exact"], grad[ACTIVE])
+    np.testing.assert_allclose(pg.experiment.means.data["exact"], grad[ACTIVE])
     for name in ESTIMATORS:
-        np.testing.assert_allclose(pg.means.data[name], b.estimates[name].mean(0)[ACTIVE])
+        np.testing.assert_allclose(pg.experiment.means.data[name], b.estimates[name].mean(0)[ACTIVE])
     coord = (0, 0, int(target[0]))
     assert pg.exact_rule.location == pytest.approx(grad[coord])
     assert pg.metrics.values()["exact"] == pytest.approx(0.0182, abs=5e-5)  # the figure's exact gradient
@@ -84,11 +84,11 @@ def test_plots_follow_the_engine(default_page):
     variances = exact_variances(THETA, target, 16)
     assert pg.metrics.values()["sd_none_exact"] == pytest.approx(math.sqrt(variances["none"][coord]))
     assert pg.metrics.values()["sd_other_exact"] == pytest.approx(math.sqrt(variances["loo"][coord]))
-    np.testing.assert_allclose(pg.variance_source.data["exact"], [variances[n].sum() for n in ESTIMATORS])
+    np.testing.assert_allclose(pg.experiment.variance_source.data["exact"], [variances[n].sum() for n in ESTIMATORS])
 
 
 def test_measured_variances_and_means_agree_with_the_exact_ones(default_page):
-    b = default_page.batches_drawn
+    b = default_page.experiment.drawn
     for row in b.variance_rows:
         # Exercise 2's table: measured total variance within 4 of its own standard errors of the exact one.
         assert abs(row["measured"] - row["exact"]) < 4 * row["se"], row["estimator"]
@@ -117,8 +117,8 @@ def test_the_coordinate_controls_pick_the_histogram(default_page):
     pg = default_page
     pg.param.update(t=3, prev=2, symbol=5)
     coord = (2, 2, 5)
-    assert pg.exact_rule.location == pytest.approx(pg.batches_drawn.exact[coord])
-    assert pg.focus.data["mean"] == [pytest.approx(pg.batches_drawn.estimates["loo"].mean(0)[coord])]
+    assert pg.exact_rule.location == pytest.approx(pg.experiment.drawn.exact[coord])
+    assert pg.experiment.focus.data["mean"] == [pytest.approx(pg.experiment.drawn.estimates["loo"].mean(0)[coord])]
     assert "Step 3, context y_{t−1} = 2, symbol 5" in pg.summary.object
     assert coordinate(1, 4, 6) == (0, 0, 6)  # step 1 reads the start context whatever prev says
     pg.param.update(t=1, prev=0, symbol=int(draw_target(T, V, 0)[0]))
@@ -127,33 +127,33 @@ def test_the_coordinate_controls_pick_the_histogram(default_page):
 def test_estimator_choice_redraws_the_histogram_and_retrains():
     pg = ready({**QUICK, "estimator": "token", "section": "training"})
     coord = coordinate(pg.t, pg.prev, pg.symbol)
-    x = pg.batches_drawn.estimates["token"][(slice(None), *coord)]
+    x = pg.experiment.drawn.estimates["token"][(slice(None), *coord)]
     assert pg.metrics.values()["sd_other"] == pytest.approx(x.std(ddof=1))
-    assert pg.training.estimators == ("none", "token")
-    assert "token-level rewards" in pg.training_summary.object
+    assert pg.training.snapshot.estimators == ("none", "token")
+    assert "token-level rewards" in pg.training.summary.object
 
 
 def test_training_curves_are_the_engines():
     pg = ready({"steps": "60", "seeds": "3", "lr": "12", "samples": "12", "target_seed": "4", "seed": "2", "section": "training"})
     settings = ToyTargetSettings(target_seed=4, samples=12, seeds=3, steps=60, lr=12.0, seed=2)
     run = run_training(settings, ("none", "loo"))
-    assert pg.training.step == 60
-    np.testing.assert_allclose(np.array(pg.curves.data["ys"]), run.J.reshape(6, 61))
-    np.testing.assert_array_equal(pg.training.steps_to_threshold, run.steps_to_threshold)
+    assert pg.training.snapshot.step == 60
+    np.testing.assert_allclose(np.array(pg.training.curves.data["ys"]), run.J.reshape(6, 61))
+    np.testing.assert_array_equal(pg.training.snapshot.steps_to_threshold, run.steps_to_threshold)
     reached = run.steps_to_threshold[run.steps_to_threshold >= 0]
-    assert sorted(pg.reached.data["step"]) == sorted(reached)
-    assert pg.training_job.controls.progress == 1.0 and not pg.training_job.controls.running
-    assert len(pg.training_table.data["J"]) == 2 * 3 * 61
+    assert sorted(pg.training.reached.data["step"]) == sorted(reached)
+    assert pg.training.job.controls.progress == 1.0 and not pg.training.job.controls.running
+    assert len(pg.training.table.data["J"]) == 2 * 3 * 61
 
 
 def test_training_runs_once_its_section_is_opened():
     pg = ready(QUICK)
     assert pg.sections.opened == set()  # nothing is built before the page is drawn
     pg.__panel__()
-    assert pg.training is None and pg.sections.opened == {"figure2"}
+    assert pg.training.snapshot is None and pg.sections.opened == {"figure2"}
     pg.section = "training"
-    pg.training_job.run.join()
-    assert pg.training.step == 50 and pg.sections.tabs.active == 3
+    pg.training.job.run.join()
+    assert pg.training.snapshot.step == 50 and pg.sections.tabs.active == 3
     pg.sections.tabs.active = 1  # a click on a tab opens its section too
     assert pg.section == "means" and pg.sections.opened == {"figure2", "training", "means"}
 
@@ -168,12 +168,12 @@ def test_a_new_target_inspects_its_first_symbol_unless_the_link_says_otherwise()
 def test_a_newer_setting_replaces_the_run_under_way():
     pg = page(query=QUICK)
     pg.samples = 4
-    pg.experiment_job.run.join()
-    pg.training_job.run.join()
-    assert pg.batches_drawn.samples == 4 and pg.batches_drawn.drawn == 500
-    np.testing.assert_allclose(pg.batches_drawn.exact_variances["none"], exact_variances(THETA, draw_target(T, V, 0), 4)["none"])
+    pg.experiment.job.run.join()
+    pg.training.job.run.join()
+    assert pg.experiment.drawn.samples == 4 and pg.experiment.drawn.drawn == 500
+    np.testing.assert_allclose(pg.experiment.drawn.exact_variances["none"], exact_variances(THETA, draw_target(T, V, 0), 4)["none"])
     pg.close()
-    assert not pg.experiment_job.run.running and not pg.training_job.run.running
+    assert not pg.experiment.job.run.running and not pg.training.job.run.running
 
 
 @pytest.mark.parametrize(

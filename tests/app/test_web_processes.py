@@ -27,7 +27,7 @@ from app.serving.room import BOARD_KEY, TOKEN_VARIABLE
 from app.serving.web_processes import ROUTE_COOKIE, nginx_binary, nginx_config, web_processes_from
 from bench.load_test import PageSession
 from tests.app.test_deploy import listening
-from tests.servers import NGINX, document_roots, get_page, pull_document, start_server, stop_server, wait_until
+from bench.servers import NGINX, document_roots, get_page, pull_document, start_server, stop_server, wait_until
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
@@ -36,6 +36,7 @@ RUN = "?steps={steps}&prompts=2&replies=2&T=8&eval_every={steps}&eval_prompts=1&
 """A small run of the embedded model: a second or so per step on these cores."""
 
 
+@pytest.mark.server
 def test_the_generated_configuration_is_one_nginx_accepts(tmp_path):
     (tmp_path / "nginx.conf").write_text(nginx_config("0.0.0.0", 8080, [10001, 10002, 10003], tmp_path, 20_000_000))
     checked = subprocess.run([nginx_binary(), "-t", "-e", "stderr", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],

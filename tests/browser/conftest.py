@@ -15,21 +15,26 @@ import nothing from here):
     slider_handle    slider_handle(page, label): the handle of the slider titled `label...`
     slider_value     slider_value(page, label): the value its title shows, as text
     shown_text       shown_text(locator): the element's text, whitespace collapsed
-    save_screenshot  save_screenshot(page, name) writes docs/screenshots/NAME.png
+    save_screenshot  save_screenshot(page, name) writes SCREENSHOTS/NAME.png: build/screenshots/, which git ignores,
+                     or docs/screenshots/ under `make screenshots` (FEEDBACK_LAB_SCREENSHOTS)
+    screenshot_path  screenshot_path(name): where the picture NAME goes, for a test that takes it as the screen shows it
     wait_for_guide   wait_for_guide(page): waits until the page has read the browser's guide state
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
+from bench.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+SCREENSHOTS = Path(os.environ.get("FEEDBACK_LAB_SCREENSHOTS", ROOT / "build" / "screenshots"))
+"""Where the tests' pictures go: an ignored folder, so that a test run leaves the repository as it found it; `make
+screenshots` points it at docs/screenshots/ to retake the committed pictures."""
 
 
 def pytest_collection_modifyitems(items):
@@ -145,9 +150,13 @@ def _slider_value(page, label: str) -> str:
     return _shown_text(title).split(":")[-1].strip()
 
 
-def _save_screenshot(page, name: str) -> Path:
+def _screenshot_path(name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    return SCREENSHOTS / f"{name}.png"
+
+
+def _save_screenshot(page, name: str) -> Path:
+    path = _screenshot_path(name)
     # The template scrolls inside its main area, so a tall viewport shows the whole page.
     size = page.viewport_size
     page.set_viewport_size({"width": size["width"], "height": 1500})
@@ -175,3 +184,8 @@ def slider_value():
 @pytest.fixture(scope="session")
 def save_screenshot():
     return _save_screenshot
+
+
+@pytest.fixture(scope="session")
+def screenshot_path():
+    return _screenshot_path

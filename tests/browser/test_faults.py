@@ -12,7 +12,7 @@ import time
 
 from playwright.sync_api import expect
 
-from tests.servers import start_server, stop_server
+from bench.servers import start_server, stop_server
 
 RUN = "?steps=200&prompts=2&replies=2&T=8&eval_every=5&eval_prompts=2&eval_replies=2&beta=0"
 """A run far longer than the test waits for, with small steps (seconds on two shared cores)."""

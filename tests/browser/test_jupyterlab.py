@@ -22,7 +22,7 @@ import pytest
 
 from app.cli import main
 from app.lab import NOTEBOOK, SOLUTION, notebook, tags
-from tests.servers import ROOT, free_port
+from bench.servers import ROOT, free_port
 
 READY_SECONDS = 60
 """How long JupyterLab may take to answer its status API."""

@@ -1,13 +1,10 @@
 """Every page on a phone: Chromium emulating a 390 x 844 touch screen, as a learner's phone lays the page out."""
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
 from app.pages import available_pages
 
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "phone_index.png"
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 3}
 """An iPhone 13's screen in CSS pixels, with its pixel ratio; mobile emulation makes Chromium honour the viewport meta tag."""
@@ -70,14 +67,14 @@ def test_page_fits_a_phone(open_page, console_errors, route):
     assert console_errors == []
 
 
-def test_menu_opens_the_links_on_a_phone(open_page, console_errors):
+def test_menu_opens_the_links_on_a_phone(open_page, console_errors, screenshot_path):
     page = open_page("")
     menu = page.get_by_role("button", name="Menu")
     links = page.locator(".fl-links a")
     expect(menu).to_have_attribute("aria-expanded", "false")
     expect(links.first).to_be_hidden()
     page.wait_for_timeout(300)  # let the page settle before its picture, the phone's screen as it is
-    page.screenshot(path=str(SCREENSHOT))
+    page.screenshot(path=str(screenshot_path("phone_index")))
     menu.tap()
     expect(menu).to_have_attribute("aria-expanded", "true")
     for i in range(links.count()):

@@ -4,7 +4,8 @@ import re
 
 from playwright.sync_api import expect
 
-from app.pages.toy_target import coordinate, draw_batches, summary_text
+from app.pages.toy_target import coordinate, summary_text
+from engines.toy_target import draw_batches
 
 STREAM_MS = 45_000
 """The longest the page may take to draw its batches and train: worker threads on 2 shared cores,

@@ -6,7 +6,7 @@ g = (r - b)(onehot(a) - pi). Because J = sum_k pi_k mu_k is a small sum, the exa
 gradient, the exact total variance of g for any constant b and the best constant b*
 are known; the page sets them beside a Monte Carlo run, draws the spread of one
 coordinate of g with and without b, and trains many seeds with the three baselines
-of section 6.7 on a worker thread, the curves filling in as it goes (training.py).
+of section 6.7 on a worker thread, the curves filling in as it goes (jobs.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from app.pages.bandit.text import (
     ARM_CHOICES, ARM_EXPLANATION, ARM_QUESTION, EQUATION, ESTIMATE_HEADING, INTRO, METRICS, NOTICE,
     POLICY_CHOICES, POLICY_HEADING, PREDICT, PREDICT_CHOICES, PREDICT_EXPLANATION, SECTIONS, WHY, summary_text,
 )
-from app.pages.bandit.training import BanditTraining
+from app.pages.bandit.jobs import BanditTraining
 from app.serving.results_cache import RESULTS
 from engines.bandit import (
     MEANS, BanditSettings, BanditTrainingSettings, arm_sums_of_noise, coordinate_histograms, exact_gradient,

@@ -13,20 +13,20 @@ from pathlib import Path
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Range1d
+from bokeh.models import ColumnDataSource
 
-from app.jobs.cluster import Cluster, current as current_cluster, told_waiting
-from app.jobs.model_jobs import LM_SOURCE, FrontierView, frontier_views, live_runs, run_source
+from app.jobs.cluster import Cluster, current as current_cluster
+from app.jobs.model_jobs import LM_SOURCE, live_runs, run_source
 from app.pages.kl import text
 from app.pages.kl.figures import (beta_format, beta_of, best_reachable, distribution_columns, distribution_figures,
-                                  frontier_columns, frontier_figure, lm_figure, lm_view_end, moving_rules, pair_columns,
-                                  pair_figure, reply_space, run_columns, two_replies_logp)
-from engines.kl_optimal import SampledFrontier, optimal_policy
+                                  frontier_columns, frontier_figure, moving_rules, pair_columns, pair_figure, reply_space,
+                                  two_replies_logp)
+from app.pages.kl.jobs import SampledFrontierJob
+from engines.kl_optimal import FrontierSettings, optimal_policy
 from engines.lm.settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
-from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
@@ -39,6 +39,8 @@ from widgets.url_state import sync_url
 TITLE = "What β means: the KL penalty"
 SUMMARY = "The exact optimum of reward minus β·KL on 216 small replies: β is an exchange rate between reward and nats."
 
+TWO_REPLIES = SettingsControls(FrontierSettings)
+"""The two-reply exchange rate's gap (engines/kl_optimal.py)."""
 FRONTIER = SettingsControls(LMFrontierSettings)
 """The live section's controls: the sampled frontier's M prompts, m replies and seed (engines/lm/settings.py)."""
 
@@ -53,7 +55,7 @@ class KLPage(pn.viewable.Viewer):
 
     log_beta = param.Number(default=-0.7, bounds=(-2.5, 1.0), step=0.05, label="KL coefficient β (log scale)")
     zero_best = param.Boolean(default=False, label="Give “superb” zero reference probability")
-    gap = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.1, label="Log-odds gap between the two replies")
+    gap = TWO_REPLIES.number("gap", "Log-odds gap between the two replies", bounds=(0.0, 5.0), step=0.1)
     lm_source = param.Selector(default=text.source_label(LM_SOURCE), objects=[text.source_label(LM_SOURCE)],
                                label="Reference model, reward and replies (the live runs' own)")
     lm_prompts = FRONTIER.integer("prompts", "Held-out prompts M", bounds=(1, 64))
@@ -74,7 +76,6 @@ class KLPage(pn.viewable.Viewer):
         self.pair = ColumnDataSource(name="two_replies")
         # The figures are built with their sections, on first view; what the updates move is made here.
         self.best_rule, self.ceiling_rule = moving_rules()
-        self.lm_x_range = Range1d(0, 1)
         self.summary = Summary()
         self.metrics = MetricRow(text.METRICS)
         self.top_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[text.CSS])
@@ -83,80 +84,27 @@ class KLPage(pn.viewable.Viewer):
         self.guide = session_guide()
         self.collapse_card = PredictionCard.of(BETA_TO_ZERO, text.collapse_text(reply_space(False)[0]), self.guide)
         self.never_card = PredictionCard.of(NEVER_WRITTEN, text.never_written_text(reply_space(True)[0]), self.guide)
-        self.lm_curve = ColumnDataSource(frontier_columns(None), name="sampled_frontier")
-        self.lm_paths = ColumnDataSource(name="run_paths")
-        self.lm_points = ColumnDataSource(name="run_evaluations")
-        self.lm_status = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["fl-lm-status"])
-        self.lm_approx = pn.pane.HTML(sizing_mode="stretch_width")
-        self.lm_summary = pn.pane.HTML(sizing_mode="stretch_width")
-        self.lm_frontier: SampledFrontier | None = None
-        # A job that ends on a message (no model, no reward) leaves its progress where it was.
-        self.lm_job = JobView(self._show_frontier, self.start_frontier, seed=self.param.lm_seed,
-                              completed=lambda: self.lm_frontier is not None)
+        self.sampled = SampledFrontierJob(lambda: self.sources[self.lm_source],
+                                          lambda: FRONTIER.settings(self, **self.sources[self.lm_source]),
+                                          self.runs, self.cluster, self.ceiling_rule, self.param.lm_seed)
         # Each tab is built by its method, _<section>_section, the first time it is shown.
         self.sections = LazySections(self.param.section, {section: (title, getattr(self, f"_{section}_section"))
                                                           for section, title in text.SECTIONS.items()})
         self._update_space()  # the link's values, applied next, update what depends on them
         self.param.watch(self._changed, ["log_beta", "zero_best", "gap"])
-        self.param.watch(self._lm_changed, ["lm_source", *FRONTIER.names])
         self.notice = sync_url(self, query=query)
         self._update_beta()
         self._update_two()
-        self._draw_runs()
-        self.lm_status.object = text.FIRST_START
+        self.sampled.draw_runs()
+        self.param.watch(lambda *_: self.sampled.changed(), ["lm_source", *FRONTIER.names])
 
     @property
     def beta(self) -> float:
         return beta_of(self.log_beta)
 
-    def _lm_changed(self, *events):
-        # A frontier belongs to one model, reward and sample: a new setting drops the old one.
-        self.lm_job.stop()
-        self.lm_frontier = None
-        self.lm_curve.data = frontier_columns(None)
-        self.ceiling_rule.visible = False
-        self.lm_job.fail("")
-        self.lm_status.object = text.NEW_START
-        self._draw_runs()
-
-    def start_frontier(self) -> None:
-        """Sample and score on a worker thread; the plot fills in prompt batch by prompt batch."""
-        self.lm_status.object = text.LOADING
-        source = self.sources[self.lm_source]
-        settings = FRONTIER.settings(self, **source)  # the source's model, reward and replies; M, m and the seed here
-        self.lm_job.start(lambda: frontier_views(source, settings.prompts, settings.samples, settings.seed, self.cluster))
-
-    def _show_frontier(self, view: FrontierView) -> None:
-        # The job says its failures in a FrontierView's message, not as Failed: only Queued is the job's word.
-        if told_waiting(self.lm_job, view, "The sampling"):
-            return
-        if view.message:
-            self.lm_job.fail(view.message)
-            self.lm_status.object = text.START_AGAIN
-            return
-        if view.frontier is None:
-            self.lm_status.object = text.LOADING
-            return
-        f = self.lm_frontier = view.frontier
-        with pn.io.hold():
-            self.lm_curve.data = frontier_columns(f)
-            self.ceiling_rule.update(location=f.ceiling, visible=True)
-            self.lm_job.controls.progress = view.done / view.total
-            self.lm_status.object = text.sampled_html(view)
-            self._draw_runs()
-
-    def _draw_runs(self) -> None:
-        """Each run of the chosen model and reward: its (exact KL, reward) evaluations in order of step."""
-        source = self.sources[self.lm_source]
-        paths, points = run_columns([r for r in self.runs if run_source(r) == source], self.lm_frontier)
-        self.lm_paths.data, self.lm_points.data = paths, points
-        self.lm_x_range.update(start=0.0, end=lm_view_end(points["kl"], self.lm_samples))
-        self.lm_approx.object = text.approximation_html(self.lm_samples, self.lm_prompts)
-        self.lm_summary.object = text.runs_summary_html(points, self.lm_frontier, self.lm_x_range.end)
-
     def close(self) -> None:
         """The tab closed: stop sampling."""
-        self.lm_job.stop()
+        self.sampled.job.stop()
 
     def _changed(self, *events):
         # One batch per slider step; the plots' data first, the text after it.
@@ -220,19 +168,9 @@ class KLPage(pn.viewable.Viewer):
         )
 
     def _live_section(self):
-        return pn.Column(
-            pn.pane.HTML(text.LIVE_INTRO, sizing_mode="stretch_width"),
-            pn.Row(pn.widgets.Select.from_param(self.param.lm_source, width=520),
-                   pn.widgets.IntInput.from_param(self.param.lm_prompts, width=150, description=None),
-                   pn.widgets.IntInput.from_param(self.param.lm_samples, width=200, description=None)),
-            self.lm_job,
-            self.lm_status,
-            plot_with_downloads(lm_figure(self.lm_curve, self.lm_paths, self.lm_points, self.lm_x_range, self.ceiling_rule),
-                                {"sampled_frontier": self.lm_curve, "run_evaluations": self.lm_points}),
-            self.lm_summary,
-            self.lm_approx,
-            sizing_mode="stretch_width",
-        )
+        return self.sampled.view(pn.Row(pn.widgets.Select.from_param(self.param.lm_source, width=520),
+                                        pn.widgets.IntInput.from_param(self.param.lm_prompts, width=150, description=None),
+                                        pn.widgets.IntInput.from_param(self.param.lm_samples, width=200, description=None)))
 
     def __panel__(self):
         return pn.Column(

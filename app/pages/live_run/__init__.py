@@ -29,7 +29,7 @@ from app.pages.live_run.status import idle_html
 from app.pages.live_run.text import (COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT, PREDICT_CHOICES,
                                      PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, UNOPENABLE, WHY, watching_sentence)
 from app.serving.limits import bound_controls, clamp_query, current as current_limits
-from app.serving.offered import current as current_offer, offer_menu, reward_options
+from app.serving.offered import current as current_offer, download_problem, offer_menu, reward_options, start_problem
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
@@ -88,7 +88,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.cluster = cluster or current_cluster()
         self.highest = bound_controls(self, current_limits())
         self.offer = current_offer()
-        self.learner = Learner(self.runs_dir, self.cluster)
+        self.learner = Learner(self.runs_dir, self.cluster, download_problem)
         self._state: LiveState | None = None
         self.display = RunDisplay(METRICS)
         self.guide = session_guide()
@@ -136,7 +136,8 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def start(self) -> None:
         """Watch the run of the current settings (app.jobs.shared_runs.Learner.start), or say why none starts."""
-        watching, problem = self.learner.start(self.settings, self.offer, self.highest, self.at_pace)
+        settings, problem = start_problem(self.offer, self.settings, self.highest)
+        watching, problem = self.learner.start(settings, self.at_pace) if settings is not None else (None, problem)
         self.job.fail(problem)
         if watching is not None:
             self._show(watching)
@@ -162,7 +163,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self._state = LiveState("loading", watching.settings)
         self.display.begin(watching_sentence(watching))
         self.phase = "loading"
-        self.job.start(watching.states)
+        self.job.start(watching.snapshots)
 
     def pause(self) -> None:
         """Hold this page's view after the step shown; the run holds too if no other learner watches it."""
@@ -202,9 +203,7 @@ class LiveRunPage(pn.viewable.Viewer):
             if others is not None:
                 self.display.say(LEFT.format(step=state.step, others=others))
             self._show_state(state)
-            if state.phase == "error":
-                self.job.fail(state.message)
-            else:
+            if state.phase != "error":  # an error's sentence is the job view's alert
                 self.display.status.object = idle_html(state)
         self.phase = "idle"
         self.refresh_runs()

@@ -26,16 +26,6 @@ def format_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def format_wait(seconds: float) -> str:
-    """A wait as a person says it: 42 -> '40 s', 151 -> '2 min 30 s', 1000 -> '17 min' (to 5 s, 10 s, a minute)."""
-    if seconds < 90:
-        return f"{max(round(seconds / 5) * 5, 5)} s"
-    if seconds < 600:
-        minutes, rest = divmod(round(seconds / 10) * 10, 60)
-        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
-    return f"{round(seconds / 60)} min"
-
-
 def status_html(state, label: str, pace: float | None = None) -> str:
     """The status line of a run under way (`label`: the run as the device queue names it; `pace`: its seconds a step
     of wall-clock time, when known)."""
@@ -47,14 +37,8 @@ def status_html(state, label: str, pace: float | None = None) -> str:
         name, done, total = state.download
         return (f'<p class="fl-status">{html.escape(name)}: {format_bytes(total)} to download, {format_bytes(done)} done '
                 f"(once only: it is kept in this machine's Hugging Face cache).{' ' + html.escape(state.message) if state.message else ''}</p>")
-    if state.phase == "queued":
-        # The place is known once the scheduler has handed the job to a worker, a moment after it was asked for.
-        place = "in line" if state.position is None else f"number {state.position} in line"
-        when = "" if state.starts_in is None else f" It should start in about {format_wait(state.starts_in)}."
-        return (
-            f'<p class="fl-status">Waiting for {state.device}: your run is {place}.{when} It starts when '
-            "the runs before it finish or are stopped; closing this tab takes it out of the line.</p>"
-        )
+    if state.phase == "queued":  # where in line, and when it should start: the job's alert above says it
+        return f'<p class="fl-status">Waiting for the {state.device}: {html.escape(label)}.</p>'
     if state.phase == "error":
         return idle_html(state)
     where = html.escape(str(state.folder))

@@ -23,10 +23,10 @@ import param
 import app.jobs.runs as runs
 from app.jobs.cluster import Cluster, current as current_cluster
 from app.jobs.model_cache import MODELS, ModelCache
-from app.jobs.model_jobs import generate_pairs, pairs_key, told, train_reward_model
+from app.jobs.model_jobs import generate_pairs, pairs_key, train_reward_model
 from app.pages.reward_model.figures import PairsDisplay, TrainingDisplay, probability_curve
 from app.pages.reward_model.pairs_files import PairsFiles
-from app.pages.reward_model.sweep import TauSweep
+from app.pages.reward_model.jobs import TauSweep
 from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, SECTIONS, TRAINING_INTRO, WHY, check_yourself_text,
                                          file_source, sampled_source, saved_model_text)
 from engines.lm.preferences import PairSettings, PreferencePairs, relabel
@@ -88,12 +88,13 @@ class RewardModelPage(pn.viewable.Viewer):
 
         self.pairs_display = PairsDisplay(self.tau_label, PAGE_ROWS)
         self.training_display = TrainingDisplay(self.steps, self.save_model)
+        self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
         self.pairs_files = PairsFiles(self.root, self.take_file, lambda: self.data,
-                                      lambda path: self.pairs_display.summarise(self.data, self.source, saved=path))
+                                      lambda path: self.pairs_display.summarise(self.data, self.source, saved=path),
+                                      fail=self.pairs_job.fail)
 
         self.guide = session_guide()
         self.check_card = PredictionCard.of(THREE_MODELS, check_yourself_text(), self.guide)
-        self.pairs_job = JobView(self._show_pairs, self.start_pairs, seed=self.param.seed)
         self.training_job = JobView(self._show_training, self.start_training, seed=self.param.train_seed)
         self.sweep = TauSweep(SWEEP_TAUS, self.start_sweep, lambda: self.data, self.cluster)
         builders = {"pairs": self._pairs_section, "training": self._training_section, "sweep": lambda: self.sweep}
@@ -128,8 +129,6 @@ class RewardModelPage(pn.viewable.Viewer):
         self.pairs_job.start(lambda: generate_pairs(settings, self.cluster, self.models))
 
     def _show_pairs(self, report) -> None:
-        if told(self.pairs_job, report, "Sampling the pairs"):
-            return
         pairs = report if isinstance(report, PreferencePairs) else report.pairs  # a kept set, or a sampling's progress
         if pairs is None:
             self.pairs_job.controls.progress = report.done / report.total
@@ -139,7 +138,7 @@ class RewardModelPage(pn.viewable.Viewer):
     def set_pairs(self, base: PreferencePairs, source: str, label_seed: int, keep_labels: bool, key: tuple | None = None) -> None:
         """Show `base` (relabelled at the page's tau_label unless `keep_labels`) and retrain on it; `key`: pairs_key's."""
         self.base, self.source, self.label_seed, self.file_labels, self.base_key = base, source, label_seed, keep_labels, key
-        self.pairs_files.tell("")
+        self.pairs_job.fail("")  # a file that could not be read is forgotten once pairs are shown
         with pn.io.hold():
             self.param.pair.bounds = (0, len(base) - 1)
             self.pair = min(self.pair, len(base) - 1)
@@ -190,9 +189,9 @@ class RewardModelPage(pn.viewable.Viewer):
         self.training_job.start(lambda: train_reward_model(pairs, settings, key, self.cluster, self.models))
 
     def _show_training(self, view) -> None:
-        """Draw a TrainingView of the run under way (app.jobs.model_jobs), or say why it waits or stopped."""
-        if told(self.training_job, view, "The training") or view.pairs is not self.data or view.settings != self.train_settings():
-            return  # the job's word on its wait or failure, or a view of a run replaced since
+        """Draw a TrainingView of the run under way (app.jobs.model_jobs)."""
+        if view.pairs is not self.data or view.settings != self.train_settings():
+            return  # a view of a run replaced since
         with pn.io.hold():
             self.training_display.show(view)
             self.training_job.controls.progress = view.progress
@@ -238,7 +237,7 @@ class RewardModelPage(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        return pn.Column(self.notice, self.pairs_files.error, equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.check_card),
+        return pn.Column(self.notice, equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=self.check_card),
                          self.sections, sizing_mode="stretch_width")
 
 

@@ -8,22 +8,21 @@ from pathlib import Path
 import panel as pn
 
 import app.jobs.runs as runs
-from widgets.url_state import notice_alert
 
 
 class PairsFiles(pn.viewable.Viewer):
     """The files of `root`'s pairs folder (app.jobs.runs.pairs_files), a Load button and a Save button, off until there
-    are pairs to save; a file that cannot be loaded is one sentence in `error` (an alert the page places) and nothing else.
+    are pairs to save; a file that cannot be loaded is one sentence, said by `fail` (the pairs job's alert: a file
+    read stands in for the pairs that job samples), and nothing else.
 
     `on_load(pairs, path)` takes the pairs of a file read; `current()` gives the pairs to save, and `on_saved(path)`
     is told where they went. The page calls `refresh` when a file may have been added.
     """
 
     def __init__(self, root: Path, on_load: Callable[[object, str], None], current: Callable[[], object],
-                 on_saved: Callable[[Path], None], **params):
+                 on_saved: Callable[[Path], None], fail: Callable[[str], None], **params):
         super().__init__(**params)
-        self.root, self.on_load, self.current, self.on_saved = root, on_load, current, on_saved
-        self.error = pn.pane.Alert(alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self.root, self.on_load, self.current, self.on_saved, self.fail = root, on_load, current, on_saved, fail
         self.files = pn.widgets.Select(label="Pairs files in the runs folder", options={}, width=360)
         self.load_button = pn.widgets.Button(label="Load pairs", color="light", width=110, align="end")
         self.load_button.on_click(lambda _event: self.load(self.files.value))
@@ -43,7 +42,7 @@ class PairsFiles(pn.viewable.Viewer):
         try:
             pairs = runs.read_listed_pairs(self.root, path)
         except ValueError as error:
-            self.tell(str(error))
+            self.fail(str(error))
             return
         self.on_load(pairs, path)
 
@@ -56,10 +55,6 @@ class PairsFiles(pn.viewable.Viewer):
         self.refresh()
         self.on_saved(path)
         return path
-
-    def tell(self, message: str) -> None:
-        """Show `message` in the error alert; an empty one hides it."""
-        notice_alert([message] if message else [], self.error)
 
     def __panel__(self):
         return pn.Row(self.files, self.load_button, self.save_button)

@@ -7,7 +7,7 @@ beside it: their mean (no baseline, leave-one-out, batch mean, token-level rewar
 their total variance against the exact one, the spread of one coordinate (Figure 2),
 and training runs to J >= 0.9 with and without a baseline.
 
-The Monte Carlo batches and the training runs are drawn on worker threads and stream in;
+The Monte Carlo batches and the training runs are drawn on worker threads and stream in (jobs.py);
 a newer setting stops the work under way and starts afresh once the controls are still. The exact gradient and exact variances are
 cached per target and batch size, so moving the coordinate or the estimator only re-reads
 estimates already drawn.
@@ -19,19 +19,16 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Span
 
-from app.pages.toy_target.figures import (coordinate_numbers, hist_figure, histogram_columns, identity_columns, mean_columns,
-                                          scatter_figure, training_columns, training_figure, variance_columns)
-from app.pages.toy_target.text import (COMPARED_LABEL, EQUATION, FIGURE2_TITLE, INTRO, MEANS_TITLE, METRICS, NOTICE, PREDICT,
-                                       RANKING_ANSWER, RANKING_CHOICES, RANKING_EXPLANATION, SECTIONS, START_CHOICES,
-                                       START_QUESTION, TABLE_CSS, VARIANCE_HEADING, VARIANCE_NOTE, WHY, check_yourself_text,
-                                       seed_note_text, summary_text, training_html, variance_table_html)
+from app.pages.toy_target.figures import coordinate_numbers, hist_figure, histogram_columns
+from app.pages.toy_target.jobs import EstimateBatches, TrainingRuns
+from app.pages.toy_target.text import (COMPARED_LABEL, EQUATION, FIGURE2_TITLE, INTRO, METRICS, NOTICE, PREDICT, RANKING_ANSWER,
+                                       RANKING_CHOICES, RANKING_EXPLANATION, SECTIONS, START_CHOICES, START_QUESTION,
+                                       VARIANCE_HEADING, VARIANCE_NOTE, WHY, check_yourself_text, seed_note_text, summary_text)
 from app.serving import limits
-from engines.toy_target import (ESTIMATORS, LAB_T, LAB_V, Batches, ToyTargetSettings, TrainingSnapshot, coordinate, draw_batches,
-                                draw_target, train)
-from widgets.downloads import csv_download, plot_with_downloads
+from engines.toy_target import ESTIMATORS, LAB_T, LAB_V, ToyTargetSettings, coordinate, draw_target
+from widgets.downloads import plot_with_downloads
 from widgets.equation_card import equation_card
 from widgets.headings import section_heading
-from widgets.job_view import JobView
 from widgets.metrics import MetricRow
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
@@ -83,26 +80,16 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     def __init__(self, query: dict[str, str] | None = None, **params):
         super().__init__(**params)
-        self.batches_drawn: Batches | None = None
-        self.training: TrainingSnapshot | None = None
-        self.means = ColumnDataSource({"t": [], "c": [], "k": [], "exact": [], **{n: [] for n in ESTIMATORS}}, name="mean_estimates")
+        compute_seconds = limits.current().compute_seconds
+        self.experiment = EstimateBatches(lambda: TASK.settings(self, T=T, V=V), lambda _batches: self._show_coordinate(), self.param.seed,
+                                          compute_seconds)
+        self.training = TrainingRuns(lambda: TASK.settings(self, T=T, V=V), lambda: ("none", self.estimator), compute_seconds)
         self.hist_none = ColumnDataSource({"left": [], "right": [], "count": []}, name="hist_none")
         self.hist_other = ColumnDataSource({"left": [], "right": [], "count": [], "colour": [], "label": []}, name="hist_compared")
         self.exact_rule = Span(location=0, dimension="height", line_color=OKABE_ITO["vermillion"], line_width=2)
-        self.variance_source = ColumnDataSource(name="variance_table")
-        self.curves = ColumnDataSource({"xs": [], "ys": [], "colour": [], "label": []}, name="training_curves")
-        self.reached = ColumnDataSource({"step": [], "J": [], "colour": []}, name="steps_to_threshold")
-        self.training_table = ColumnDataSource(name="training")
-        self.identity = ColumnDataSource({"x": [-0.01, 0.025], "y": [-0.01, 0.025]}, name="identity")
-        self.focus = ColumnDataSource({"exact": [], "mean": []}, name="coordinate")
         self.summary = Summary()
         self.metrics = MetricRow(METRICS)
         self.seed_note = pn.pane.Markdown(sizing_mode="stretch_width", margin=(0, 10))
-        self.variance_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
-        self.training_summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[TABLE_CSS])
-        compute_seconds = limits.current().compute_seconds
-        self.experiment_job = JobView(self._apply_batches, self.start_experiment, seed=self.param.seed, time_limit=compute_seconds)
-        self.training_job = JobView(self._apply_training, self.start_training, time_limit=compute_seconds)
         self._started = False
         self.guide = session_guide()
         self.start_card = PredictionCard.of(UNIFORM_START, check_yourself_text(), self.guide)
@@ -118,14 +105,14 @@ class ToyTargetPage(pn.viewable.Viewer):
 
     def _start(self) -> None:
         self._started = True
-        self.start_experiment()
+        self.experiment.start()
         if "training" in self.sections.opened:
-            self.start_training()
+            self.training.start()
 
     def _opened(self, section: str) -> None:
         # Training runs only once its section is open: a visit that never looks at it costs no run.
         if section == "training" and self._started:
-            self.start_training()
+            self.training.start()
 
     def _changed(self, *events):
         names = {e.name for e in events}
@@ -136,59 +123,29 @@ class ToyTargetPage(pn.viewable.Viewer):
             return
         with one_update():
             if names & self.EXPERIMENT:
-                self.experiment_job.restart_soon()
+                self.experiment.job.restart_soon()
             elif names & self.VIEW:
                 self._show_coordinate()
             if names & self.TRAINING and "training" in self.sections.opened:
-                self.training_job.restart_soon()
-
-    def start_experiment(self) -> None:
-        """Draw the batches afresh; a run under way is cancelled."""
-        s = (self.samples, self.batches, self.target_seed, self.seed)
-        self.experiment_job.start(lambda: draw_batches(*s))
-
-    def start_training(self) -> None:
-        """Train every seed with and without the baseline afresh; a run under way is cancelled."""
-        settings = TASK.settings(self, T=T, V=V)
-        estimators = ("none", self.estimator)
-        self.training_job.start(lambda: train(settings, estimators, every=5))
+                self.training.job.restart_soon()
 
     def close(self) -> None:
-        self.experiment_job.stop()
-        self.training_job.stop()
-
-    def _apply_batches(self, batches: Batches | None) -> None:
-        if batches is None:
-            return
-        self.batches_drawn = batches
-        self.experiment_job.controls.progress = batches.drawn / batches.total
-        with one_update():
-            means = mean_columns(batches)
-            self.means.data, self.identity.data = means, identity_columns(means["exact"])
-            self.variance_source.data = variance_columns(batches.variance_rows)
-            self.variance_table.object = variance_table_html(batches.variance_rows, batches)
-            self._show_coordinate()
+        self.experiment.job.stop()
+        self.training.job.stop()
 
     def _show_coordinate(self) -> None:
         """Figure 2 for the chosen coordinate and estimator, from the batches already drawn."""
-        b = self.batches_drawn
+        b = self.experiment.drawn
         if b is None:
             return
         coord = coordinate(self.t, self.prev, self.symbol)
         at = coordinate_numbers(b, coord, self.estimator)
         self.exact_rule.location = at["exact"]
         self.hist_none.data, self.hist_other.data = histogram_columns(at["x_none"], at["x_other"], self.estimator)
-        self.focus.data = {"exact": [at["exact"]], "mean": [at["mean"]]}
+        self.experiment.focus.data = {"exact": [at["exact"]], "mean": [at["mean"]]}
         self.metrics.update(**at)
         self.summary.show(summary_text(coord, b, self.estimator, at["x_none"], at["x_other"]))
         self.seed_note.object = seed_note_text(self.estimator, (at["sd_none"], at["se_none"]), (at["sd_other"], at["se_other"]))
-
-    def _apply_training(self, snapshot: TrainingSnapshot) -> None:
-        self.training = snapshot
-        self.training_job.controls.progress = snapshot.step / self.steps
-        with one_update():
-            self.curves.data, self.reached.data, self.training_table.data = training_columns(snapshot)
-            self.training_summary.object = training_html(snapshot, self.steps)
 
     # --- layout --------------------------------------------------------------------------
 
@@ -207,25 +164,18 @@ class ToyTargetPage(pn.viewable.Viewer):
         )
 
     def _means_section(self):
-        return plot_with_downloads(scatter_figure(self.means, self.identity, self.focus), {"mean_estimates": self.means}, MEANS_TITLE)
+        return self.experiment.means_view()
 
     def _variance_section(self):
-        table = csv_download(self.variance_source, "variance_table.csv", "CSV: variance_table")
         return pn.Column(
             section_heading(VARIANCE_HEADING),
-            self.ranking_card.guard(self.variance_table, table, note=VARIANCE_NOTE),
+            self.ranking_card.guard(self.experiment.variance_table, self.experiment.table_download(), note=VARIANCE_NOTE),
             sizing_mode="stretch_width",
         )
 
     def _training_section(self):
-        return pn.Column(
-            pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)),
-            self.training_job.controls,
-            self.training_job.notice,
-            plot_with_downloads(training_figure(self.curves, self.reached), {"training": self.training_table}),
-            self.training_summary,
-            sizing_mode="stretch_width",
-        )
+        return self.training.view(
+            pn.Row(slider(self.param.lr, width=170), slider(self.param.seeds, width=170), slider(self.param.steps, width=170)))
 
     def __panel__(self):
         experiment = pn.Row(slider(self.param.samples, width=300), slider(self.param.batches, width=300),
@@ -235,8 +185,8 @@ class ToyTargetPage(pn.viewable.Viewer):
             equation_card(INTRO, EQUATION, NOTICE, why=WHY, prediction=(self.start_card, self.ranking_card)),
             experiment,
             pn.Row(pn.pane.Markdown(COMPARED_LABEL, margin=(8, 10)), pn.widgets.RadioButtonGroup.from_param(self.param.estimator)),
-            self.experiment_job.controls,
-            self.experiment_job.notice,
+            self.experiment.job.controls,
+            self.experiment.job.notice,
             self.summary,
             self.metrics,
             self.sections,

@@ -1,4 +1,4 @@
-"""The reward-models page's stretch: the same responses relabelled at several label temperatures, a reward model trained on each.
+"""The reward-models page's long job of its own, the stretch: the same responses relabelled at several label temperatures, a reward model trained on each.
 
 Its accuracy and the ceiling Acc* are drawn as the raters get noisier, one tau_label at a time,
 from the sweep's worker (app.jobs.model_jobs.sweep_tau) through a JobView. It serves the reward-models
@@ -13,8 +13,8 @@ from functools import cached_property
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from app.jobs.cluster import Cluster, Queued
-from app.jobs.model_jobs import Failed, SweepView, sweep_tau, told
+from app.jobs.cluster import Cluster
+from app.jobs.model_jobs import SweepView, sweep_tau
 from app.pages.reward_model.text import sweep_intro
 from engines.lm.reward_model import RewardModelSettings, TauSweepRow
 from widgets.downloads import plot_with_downloads
@@ -44,9 +44,7 @@ class TauSweep(pn.viewable.Viewer):
         self.source.data = {k: [] for k in self.source.data}
         self.job.start(lambda: sweep_tau(pairs, self.taus, settings, label_seed, self.cluster))
 
-    def _show(self, view: SweepView | Queued | Failed) -> None:
-        if told(self.job, view, "The sweep"):
-            return
+    def _show(self, view: SweepView) -> None:
         if view.pairs is not self.current():
             return
         self.job.controls.progress = view.progress
