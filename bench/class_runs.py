@@ -31,8 +31,18 @@ from pathlib import Path
 
 from tornado.httpclient import AsyncHTTPClient
 
-from bench.load_test import (ANALYTIC, KINDS, Figures, PageSession, by_minute, cpu_seconds, learner, probe, server_log_problems,
-                             summary)
+from bench.load_test import (
+    ANALYTIC,
+    KINDS,
+    Figures,
+    PageSession,
+    by_minute,
+    cpu_seconds,
+    learner,
+    probe,
+    server_log_problems,
+    summary,
+)
 from bench.servers import start_server, stop_server
 
 BETAS = (0.05, 0.0, 0.2)

@@ -30,12 +30,11 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from app.serving import limits, offered
-from app.jobs.cluster import SCHEDULER_VARIABLE
 from app.cli.figures import FIGURES
 from app.cli.options import add_settings_options, settings_from_args
+from app.jobs.cluster import SCHEDULER_VARIABLE
+from app.serving import limits, offered, web_processes
 from app.serving.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
-from app.serving import web_processes
 from engines.lm.settings import EMBEDDED, is_folder
 
 COMMANDS = {

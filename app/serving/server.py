@@ -41,18 +41,18 @@ import panel as pn
 import tornado.web
 from bokeh.settings import settings as bokeh_settings
 from panel.io import document as panel_document
-from panel.io.document import create_doc_if_none_exists
 from panel.io.application import build_applications
+from panel.io.document import create_doc_if_none_exists
 from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
 import assets
-from app.serving import limits, ready_pages, room
 from app.freed_memory import trim_freed_memory
-from app.serving.cores import share_cores
-from app.serving.web_processes import default_origins
 from app.pages import COURSE, PageInfo, available_pages
 from app.pages.thumbnails import PICTURES, shipped
+from app.serving import limits, ready_pages, room
+from app.serving.cores import share_cores
+from app.serving.web_processes import default_origins
 from widgets.pace_banner import PaceBanner
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG, deliver, session_document

@@ -11,7 +11,6 @@ import pytest
 
 from bench.servers import NGINX, document_roots, free_port, get_page, loopback_config, pull_document, wait_until
 
-
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
 

@@ -9,11 +9,12 @@ import time
 
 import pytest
 
-from app.jobs.cluster import Cluster, current as current_cluster
+from app.jobs.cluster import Cluster
+from app.jobs.cluster import current as current_cluster
 from app.jobs.model_jobs import run_steps
-from app.pages.live_run import LiveRunPage
 from app.jobs.runs import list_runs, read_run, wall_pace
 from app.jobs.shared_runs import CLASS_RUNS, ClassRuns, newest_steps, replay, run_key, start_estimate
+from app.pages.live_run import LiveRunPage
 from app.pages.live_run.text import ELSEWHERE, FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count
@@ -322,8 +323,8 @@ def test_the_wall_clock_pace_counts_the_waits_between_steps():
 
 
 def test_a_wait_is_said_as_a_person_says_it_and_the_benchmark_reads_it_back():
-    from bench.class_runs import WAIT
     from app.jobs.cluster import format_wait
+    from bench.class_runs import WAIT
 
     said = {s: format_wait(s) for s in (3, 42, 89, 151, 180, 599, 1000)}
     assert said == {3: "5 s", 42: "40 s", 89: "90 s", 151: "2 min 30 s", 180: "3 min", 599: "10 min", 1000: "17 min"}

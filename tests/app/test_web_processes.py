@@ -26,8 +26,8 @@ from app.jobs.runs import read_run
 from app.serving.room import BOARD_KEY, TOKEN_VARIABLE
 from app.serving.web_processes import ROUTE_COOKIE, nginx_binary, nginx_config, web_processes_from
 from bench.load_test import PageSession
-from tests.app.test_deploy import listening
 from bench.servers import NGINX, document_roots, get_page, pull_document, start_server, stop_server, wait_until
+from tests.app.test_deploy import listening
 
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
