@@ -19,6 +19,8 @@ from app.pages.live_run.text import ELSEWHERE, FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count
 
+pytestmark = pytest.mark.server  # the test session's Dask cluster: a scheduler and a worker process
+
 TINY = {"prompts": "2", "replies": "2", "T": "6", "eval_prompts": "2", "eval_replies": "2"}
 """A step of a fraction of a second on two shared cores."""
 
@@ -282,7 +284,6 @@ def page_of(process, runs_dir, steps: int) -> LiveRunPage:
     return pg
 
 
-@pytest.mark.server
 def test_a_run_is_trained_once_for_the_learners_of_two_web_processes_and_stops_when_the_last_leaves(tmp_path, other_process):
     a, b = tiny_page(tmp_path, 400), page_of(other_process, tmp_path, 400)
     try:
