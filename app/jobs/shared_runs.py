@@ -344,7 +344,8 @@ class ClassRuns:
         self._lock = threading.RLock()
         self._runs: list[Watched] = []
         self._registries: dict[Cluster, Registry] = {}
-        self._seen: dict[str, Seen | None] = {}
+        self._seen: dict[Cluster, dict[str, Seen | None]] = {}
+        """The registry's last word on each run followed here, by the cluster (one in a server; a test plays two)."""
 
     def registry(self, cluster: Cluster) -> Registry:
         with self._lock:
@@ -369,8 +370,8 @@ class ClassRuns:
             seen = registry.claim(key) if registry is not None else None
             elsewhere = seen is not None and seen.owner != registry.process
             if elsewhere:
-                self._seen[key] = seen
-                run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, key), on_end=self._ended)
+                self._seen.setdefault(cluster, {})[key] = seen
+                run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, cluster, key), on_end=self._ended)
             else:
                 release = partial(registry.release, key, seen.run) if seen is not None else lambda: None
                 run = SharedRun(key, settings, runs_dir, cluster, on_end=self._ended,
@@ -396,16 +397,16 @@ class ClassRuns:
             seen = self.registry(cluster).claim(key, create=False)
             if seen is None or seen.folder != folder_name:
                 return None
-            self._seen[key] = seen
-            run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, key), on_end=self._ended)
+            self._seen.setdefault(cluster, {})[key] = seen
+            run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, cluster, key), on_end=self._ended)
             self._runs.append(run)
         run.start(viewer)
         return run
 
-    def seen(self, key: str) -> Seen | None:
-        """The registry's last word on the run `key` (None: it no longer trains)."""
+    def seen(self, cluster: Cluster, key: str) -> Seen | None:
+        """The registry of `cluster`'s last word on the run `key` (None: it no longer trains)."""
         with self._lock:
-            return self._seen.get(key)
+            return self._seen.get(cluster, {}).get(key)
 
     def _ended(self, run: Watched) -> None:
         with self._lock:
@@ -430,8 +431,8 @@ class ClassRuns:
         processes'; a run trained here that nobody watches any more stops, one every learner paused holds."""
         with self._lock:
             runs = [r for r in self._runs if r.key is not None and r.joinable and r.cluster is cluster]
-            if not runs and not any(r.cluster is cluster for r in self._runs) and not self._seen:
-                return
+            if not runs and not self._seen.get(cluster):
+                return  # nothing here to count, and nothing counted last time to take back
         mine = {}
         for run in runs:
             watching, paused = run.counts()
@@ -440,8 +441,9 @@ class ClassRuns:
                 mine[run.key] |= {"folder": run.state.folder.name if run.state.folder else None, "phase": run.state.phase}
         seen = self.registry(cluster).sync(mine)
         with self._lock:
-            held = {r.key for r in self._runs}
-            self._seen = {key: found for key, found in self._seen.items() if key in held} | {key: seen.get(key) for key in mine}
+            held = {r.key for r in self._runs if r.cluster is cluster}
+            kept = {key: found for key, found in self._seen.get(cluster, {}).items() if key in held}
+            self._seen[cluster] = kept | {key: seen.get(key) for key in mine}
         for run in runs:
             entry = seen.get(run.key)
             watching, paused = mine[run.key]["watching"], mine[run.key]["paused"]
