@@ -892,7 +892,7 @@ def print_side_by_side(reports: list[dict]) -> None:
         title = f"{reports[0]['sessions']} learners for {reports[0]['seconds']:.0f} s"
     print(f"side by side, {title}:")
     for name, value in rows:
-        print(f"  {name:<42}" + "".join(f"{value(r):>28}" for r in reports))
+        print(f"  {name:<42}" + "".join(f"  {value(r):>32}" for r in reports))
 
 
 def main(argv: list[str] | None = None) -> None:
