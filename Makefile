@@ -23,7 +23,13 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -e .
 	touch $@
 
+# nginx puts the server's web processes behind the one address learners type (docs/serving.md); where it cannot be
+# installed, `serve` says so and one web process serves.
 serve: install
+	{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1 || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends nginx-light; } \
+		|| echo "nginx could not be installed: one web process will serve."
 	$(BIN)/feedback-lab serve --port $(PORT) --address $(ADDRESS)
 
 figures: install

@@ -1,6 +1,6 @@
 """A class presses Start: N learners start live runs within seconds of each other, with the same or K distinct settings.
 
-    python -m bench.class_runs [--learners 30] [--distinct 1] [--steps 300] [--within 10] [--with-load] [--json]
+    python -m bench.class_runs [--learners 30] [--distinct 1] [--steps 300] [--within 10] [--with-load] [--web-processes N] [--json]
     python -m bench.class_runs --distinct 6          # beta 0, 0.05, 0.2 x seed 0, 1
     python -m bench.class_runs --distinct 8 --runs-per-device 6   # two runs wait: their estimated start is checked
 
@@ -31,8 +31,18 @@ from pathlib import Path
 
 from tornado.httpclient import AsyncHTTPClient
 
-from bench.load_test import (ANALYTIC, KINDS, Figures, PageSession, by_minute, cpu_seconds, learner, probe, server_log_problems,
-                             summary)
+from bench.load_test import (
+    ANALYTIC,
+    KINDS,
+    Figures,
+    PageSession,
+    by_minute,
+    cpu_seconds,
+    learner,
+    probe,
+    server_log_problems,
+    summary,
+)
 from bench.servers import start_server, stop_server
 
 BETAS = (0.05, 0.0, 0.2)
@@ -100,11 +110,13 @@ async def press_start(base: str, k: int, query: str, at: float, steps: int, time
 
 
 def process_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds so far of the server's web process and of its children (the local cluster's scheduler and workers)."""
+    """CPU seconds so far of the server's web processes (`pid`'s own, or those it started with --web-processes N) and
+    of its other processes (the local cluster's scheduler and workers; nginx)."""
     import psutil
 
-    children = psutil.Process(pid).children(recursive=True)
-    return {"web": cpu_seconds(pid), "cluster": sum(cpu_seconds(c.pid) for c in children if c.is_running())}
+    children = [c for c in psutil.Process(pid).children(recursive=True) if c.is_running()]
+    web = [c.pid for c in children if "serve" in c.cmdline()] or [pid]
+    return {"web": sum(map(cpu_seconds, web)), "cluster": sum(cpu_seconds(c.pid) for c in children if c.pid not in web)}
 
 
 async def class_presses_start(base: str, learners: int, distinct: int, steps: int, within: float, timeout: float,
@@ -202,13 +214,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs-per-device", type=int, default=None, help="the server's --max-runs-per-device (default: its own)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before a page load is an error (default: 30)")
     parser.add_argument("--longest", type=float, default=1200.0, help="seconds before the test gives up (default: 1200)")
+    parser.add_argument("--web-processes", type=int, default=1, metavar="N",
+                        help="the server's web processes, behind nginx; each learner a new browser (default: 1)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
-    if args.learners < 1 or not 1 <= args.distinct <= args.learners or args.steps < 1:
+    if args.learners < 1 or not 1 <= args.distinct <= args.learners or args.steps < 1 or args.web_processes < 1:
         parser.error("--learners and --steps must be at least 1, and --distinct between 1 and --learners")
     runs = Path(tempfile.mkdtemp(prefix="fl-class-runs-"))
     options = ("--max-runs-per-device", str(args.runs_per_device)) if args.runs_per_device else ()
-    server = start_server("--max-sessions", "200", *options, env={"FEEDBACK_LAB_RUNS": str(runs)})
+    server = start_server("--max-sessions", "200", "--web-processes", str(args.web_processes), *options,
+                          env={"FEEDBACK_LAB_RUNS": str(runs)}, up_seconds=300)
     try:
         report = asyncio.run(class_presses_start(server.url, args.learners, args.distinct, args.steps, args.within,
                                                  args.timeout, args.with_load, args.longest, server.process.pid))

@@ -1,10 +1,12 @@
 """A classroom on one server: N learners for D seconds while a language-model run trains.
 
-    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--room] [--json]
-    python -m bench.load_test --burst 30 [--pages baselines token-world] [--ready-pages M] [--json]
+    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--room] [--web-processes N | --compare N] [--json]
+    python -m bench.load_test --burst 30 [--pages baselines token-world] [--ready-pages M] [--compare N] [--json]
 
-starts `python -m app.cli serve` on a free localhost port with its default limits (run
-folders in a temporary folder, one torch thread), opens /live-run with 2,000 steps and
+starts `python -m app.cli serve` on a free localhost port with its default limits but room for
+every learner (`--max-sessions` twice `--sessions`, at least 60, so that the test measures serving,
+not the limit; run folders in a temporary folder, one torch thread) and `--web-processes`
+web processes behind nginx (default 1), opens /live-run with 2,000 steps and
 presses Start, waits for the run's first step, and then runs `--sessions` simulated learners
 for `--seconds` seconds. A learner goes round the analytic pages; on each it loads the page
 and moves its sliders `--moves` times, one step at a time, pausing about `--think` seconds
@@ -29,6 +31,11 @@ from the first request to each page's document received are printed: p50, p95 an
 `--ready-pages M` starts that server with M sessions of each page built ahead and bursts once
 they are built (a server started before the lesson); without it the burst comes as soon as the
 server answers, before any is.
+
+With `--compare N` the same test runs twice, on a fresh server of one web process, then of N, and
+the figures are printed side by side (machines differ: compare columns of one run, never another
+day's). Each learner keeps its cookies from page to page, as a browser does, so nginx keeps it on
+one web process.
 
 A learner is not a browser (thirty Chromium tabs do not fit two cores): it speaks Bokeh's
 websocket protocol as a browser does (the page's GET, the websocket, PULL-DOC, the
@@ -61,7 +68,7 @@ from pathlib import Path
 import numpy as np
 from bokeh.protocol import Protocol
 from bokeh.protocol.receiver import Receiver
-from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from bench.servers import Server, start_server, stop_server
@@ -193,6 +200,30 @@ def resident_mb(pid: int) -> dict[str, float]:
     return values
 
 
+def web_pids(server: Server) -> list[int]:
+    """The processes that serve the pages: the server's own, or, with `--web-processes N` > 1, the N it started."""
+    import psutil
+
+    web = []
+    for child in psutil.Process(server.process.pid).children():
+        try:
+            if "serve" in child.cmdline():
+                web.append(child.pid)
+        except psutil.Error:  # one that has just exited
+            continue
+    return web or [server.process.pid]
+
+
+def web_cpu_seconds(server: Server) -> float:
+    return sum(cpu_seconds(pid) for pid in web_pids(server))
+
+
+def web_resident_mb(server: Server) -> dict[str, float]:
+    """resident_mb summed over the web processes (the peak: the sum of each one's peak)."""
+    each = [resident_mb(pid) for pid in web_pids(server)]
+    return {key: sum(r[key] for r in each) for key in each[0]}
+
+
 SETTLED_SHARE = 0.2
 SETTLED_WINDOW = 2.0
 """A server has settled once its process used less than SETTLED_SHARE of a core over SETTLED_WINDOW seconds: the sessions
@@ -203,9 +234,9 @@ async def settled(server: Server, longest: float = 60.0) -> None:
     """Wait until the server has been nearly idle for a window (at most `longest` seconds)."""
     deadline = time.monotonic() + longest
     while time.monotonic() < deadline:
-        before = cpu_seconds(server.process.pid)
+        before = web_cpu_seconds(server)
         await asyncio.sleep(SETTLED_WINDOW)
-        if cpu_seconds(server.process.pid) - before < SETTLED_SHARE * SETTLED_WINDOW:
+        if web_cpu_seconds(server) - before < SETTLED_SHARE * len(web_pids(server)) * SETTLED_WINDOW:
             return
 
 
@@ -224,6 +255,17 @@ def _objects(node, found: dict[str, dict]) -> None:
     elif isinstance(node, list):
         for value in node:
             _objects(value, found)
+
+
+def cookie_header(cookies: dict[str, str]) -> dict[str, str]:
+    return {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())} if cookies else {}
+
+
+def keep_cookies(cookies: dict[str, str], set_cookie: list[str]) -> None:
+    """What a browser keeps of each Set-Cookie header: its name and value (every cookie of the app is for all of it)."""
+    for header in set_cookie:
+        name, _, value = header.split(";", 1)[0].partition("=")
+        cookies[name.strip()] = value.strip()
 
 
 class PageSession:
@@ -248,13 +290,19 @@ class PageSession:
         self._reader = asyncio.get_running_loop().create_task(self._read_forever())
 
     @classmethod
-    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0, guide: str = STORED_GUIDE) -> "PageSession":
-        """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn."""
+    async def open(cls, base: str, route: str, query: str = "", timeout: float = 60.0, guide: str = STORED_GUIDE,
+                   cookies: dict[str, str] | None = None) -> "PageSession":
+        """Load `base/route?query`: the page, its websocket, the document; then tell the server the page is drawn.
+        `cookies`: the browser's cookies, sent with both and kept as the server sets them (default: a new browser's),
+        as nginx in front of several web processes keeps a browser on one by a cookie (app/serving/web_processes.py)."""
+        cookies = {} if cookies is None else cookies
         start = time.perf_counter()
-        response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout)
+        response = await AsyncHTTPClient().fetch(f"{base}/{route}{query}", request_timeout=timeout, headers=cookie_header(cookies))
         got = time.perf_counter() - start
+        keep_cookies(cookies, response.headers.get_list("Set-Cookie"))
         token = re.search(r'"token":"([^"]+)"', response.body.decode()).group(1)
-        ws = await asyncio.wait_for(websocket_connect(base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws"), subprotocols=["bokeh", token]), timeout)
+        ws_url = base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws")
+        ws = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, headers=cookie_header(cookies)), subprotocols=["bokeh", token]), timeout)
         ws.protocol.set_nodelay(True)  # as browsers do; else Nagle holds a message's second and third frames
         receiver = Receiver(Protocol())
         try:
@@ -491,14 +539,15 @@ async def probe(base: str, routes: tuple[str, ...], timeout: float) -> dict[str,
 
 async def visit(base: str, route: str, titles: set[str], moves: int, think: float, timeout: float, figures: Figures,
                 rng: random.Random, deadline: float = math.inf, room: Classroom | None = None,
-                held: list | None = None) -> None:
+                held: list | None = None, cookies: dict[str, str] | None = None) -> None:
     """One page visit: load /route, move its sliders named in `titles` `moves` times (fewer if `deadline`
     passes), about `think` seconds apart, each time waiting for the answer; close the page. With `room`, the
     learner counts in the room and first answers the page's cards; with `held`, a visit the deadline ends is left
     open and added to it as (session, its answers), for the tally at the end."""
     start = time.perf_counter()
     try:
-        session = await PageSession.open(base, route, timeout=timeout, guide=ROOM_GUIDE if room is not None else STORED_GUIDE)
+        session = await PageSession.open(base, route, timeout=timeout, guide=ROOM_GUIDE if room is not None else STORED_GUIDE,
+                                         cookies=cookies)
     except Exception as error:
         figures.error(_kind(error), route, _what(error, timeout))
         await asyncio.sleep(think)
@@ -546,12 +595,12 @@ async def close_counted(session: PageSession, given: dict[str, str], room: Class
 async def learner(k: int, base: str, answered: dict[str, set[str]], deadline: float, moves: int, think: float,
                   timeout: float, figures: Figures, room: Classroom | None = None, held: list | None = None) -> None:
     """Visit the analytic pages in turn, from page k (mod 6), until `deadline`."""
-    rng = random.Random(k)
+    rng, cookies = random.Random(k), {}  # one browser: its cookies kept from page to page
     await asyncio.sleep(rng.uniform(0, think))  # learners do not all arrive in the same second
     for route in itertools.islice(itertools.cycle(ANALYTIC), k % len(ANALYTIC), None):
         if time.monotonic() >= deadline:
             return
-        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline, room, held)
+        await visit(base, route, answered[route], moves, think, timeout, figures, rng, deadline, room, held, cookies)
 
 
 def run_steps(runs: Path) -> int:
@@ -628,17 +677,17 @@ async def tally_at_end(room: Classroom, held: list, teacher: PageSession) -> dic
 async def load_test(server: Server, runs: Path, sessions: int, seconds: float, lm_run: bool, moves: int, think: float,
                     timeout: float, lm_steps: int, with_room: bool = False) -> dict:
     AsyncHTTPClient.configure(None, max_clients=4 * sessions)  # tornado's default of 10 would queue the learners' GETs
-    pid = server.process.pid
     report: dict = {"sessions": sessions, "seconds": seconds, "moves_per_page": moves, "think_s": think,
-                    "timeout_s": timeout, "machine_load_before": machine_load(), "rss_mb": {"idle": resident_mb(pid)["VmRSS"]}}
+                    "timeout_s": timeout, "machine_load_before": machine_load(), "web_processes": len(web_pids(server)),
+                    "rss_mb": {"idle": web_resident_mb(server)["VmRSS"]}}
     answered = await probe(server.url, ANALYTIC, timeout)
     report["plot_sliders"] = {route: sorted(titles) for route, titles in answered.items()}
     run_session = await start_run(server.url, runs, lm_steps) if lm_run else None
-    report["rss_mb"]["start"] = resident_mb(pid)["VmRSS"]
+    report["rss_mb"]["start"] = web_resident_mb(server)["VmRSS"]
     figures = Figures()
     room, held = (Classroom(), []) if with_room else (None, None)
     teacher = await room_view(server.url, room) if with_room else None
-    steps_before, started, cpu, server_cpu = run_steps(runs), time.monotonic(), time.process_time(), cpu_seconds(pid)
+    steps_before, started, cpu, server_cpu = run_steps(runs), time.monotonic(), time.process_time(), web_cpu_seconds(server)
     health = asyncio.get_running_loop().create_task(health_checks(server.url, started + seconds, figures))
     await asyncio.wait_for(
         asyncio.gather(*(learner(k, server.url, answered, started + seconds, moves, think, timeout, figures, room, held)
@@ -650,14 +699,14 @@ async def load_test(server: Server, runs: Path, sessions: int, seconds: float, l
         report["room"] = await tally_at_end(room, held, teacher)
     wall = time.monotonic() - started
     report["wall_s"], report["client_cpu_s"] = wall, time.process_time() - cpu
-    report["server_cpu_s"] = cpu_seconds(pid) - server_cpu
+    report["server_cpu_s"] = web_cpu_seconds(server) - server_cpu
     report["by_minute"] = by_minute(figures.timeline)
     if run_session is not None:
         steps = run_steps(runs) - steps_before
         report["lm_run"] = {"steps_during_test": steps, "s_per_step": wall / steps if steps else None,
                             "still_connected": not run_session.closed}
         await run_session.close()
-    report["rss_mb"]["end"] = resident_mb(pid)["VmRSS"]
+    report["rss_mb"]["end"] = web_resident_mb(server)["VmRSS"]
     report["machine_load_after"] = machine_load()
     for kinds in KINDS.values():
         by_page = getattr(figures, kinds)
@@ -695,7 +744,7 @@ async def burst(base: str, route: str, learners: int, timeout: float) -> dict:
     return {"route": route, "learners": learners, "ready": summary(ready), "errors": errors}
 
 
-def run_bursts(routes: list[str], learners: int, timeout: float, ready_pages: int | None = None) -> list[dict]:
+def run_bursts(routes: list[str], learners: int, timeout: float, ready_pages: int | None = None, web_processes: int = 1) -> list[dict]:
     """One fresh server per page (nothing warm from the page before), its bursts' figures and log problems.
 
     With `ready_pages`, the server keeps that many sessions of each page built ahead and the burst waits until it has
@@ -703,12 +752,12 @@ def run_bursts(routes: list[str], learners: int, timeout: float, ready_pages: in
     """
     reports = []
     for route in routes:
-        server = start_server("--max-sessions", str(max(60, 2 * learners)),
-                              *(("--ready-pages", str(ready_pages)) if ready_pages is not None else ()))
+        server = start_server("--max-sessions", str(max(60, 2 * learners)), "--web-processes", str(web_processes),
+                              *(("--ready-pages", str(ready_pages)) if ready_pages is not None else ()), up_seconds=300)
         try:
             if ready_pages is not None:
                 asyncio.run(settled(server, longest=600))
-            report = asyncio.run(burst(server.url, route, learners, timeout))
+            report = asyncio.run(burst(server.url, route, learners, timeout)) | {"web_processes": web_processes}
             report["server_log_problems"] = server_log_problems(server.log())
         finally:
             stop_server(server)
@@ -788,15 +837,62 @@ def print_report(r: dict) -> None:
         per = f", {lm['s_per_step']:.2f} s per step" if lm["s_per_step"] else ""
         print(f"language-model run: {lm['steps_during_test']} steps during the test{per}; its tab still connected at the end: {lm['still_connected']}")
     rss = r["rss_mb"]
-    print(f"server resident memory: {rss['idle']:.0f} MB idle, {rss['start']:.0f} MB at the start, {rss['end']:.0f} MB at the end, "
+    print(f"server resident memory ({r['web_processes']} web process(es) together): {rss['idle']:.0f} MB idle, {rss['start']:.0f} MB at the start, {rss['end']:.0f} MB at the end, "
           f"{rss['after_expiry']:.0f} MB once closed sessions expired, peak {rss['peak']:.0f} MB")
     print(f"server still running at the end: {r['server_alive']}")
-    print(f"the web server's process used {r['server_cpu_s']:.0f} CPU-seconds in the {r['wall_s']:.0f} s (one core: "
-          f"{r['server_cpu_s'] / r['wall_s']:.0%}; its interpreter lock lets it use about one)")
+    print(f"the {r['web_processes']} web process(es) used {r['server_cpu_s']:.0f} CPU-seconds in the {r['wall_s']:.0f} s (one core "
+          f"each: {r['server_cpu_s'] / r['wall_s'] / r['web_processes']:.0%}; an interpreter lock lets each use about one)")
     print(f"this process (the learners) used {r['client_cpu_s']:.1f} CPU-seconds of the machine's {2 * r['wall_s']:.0f} "
           f"({os.cpu_count()} cores x {r['wall_s']:.0f} s)")
     print("sliders that change a plot (the others change only text and are not moved): " +
           "; ".join(f"{route}: {', '.join(t)}" for route, t in r["plot_sliders"].items()))
+
+
+def serve_and_load(args: argparse.Namespace, web_processes: int) -> dict:
+    """One load test (main's options) on a fresh server of `web_processes` web processes; its report."""
+    runs = Path(tempfile.mkdtemp(prefix="fl-load-runs-"))
+    server = start_server("--web-processes", str(web_processes), "--max-sessions", str(max(60, 2 * args.sessions)),
+                          env={"FEEDBACK_LAB_RUNS": str(runs), "OMP_NUM_THREADS": "1", "FEEDBACK_LAB_TEACHER_TOKEN": TEACHER_TOKEN},
+                          up_seconds=300)
+    try:
+        report = asyncio.run(load_test(server, runs, args.sessions, args.seconds, not args.no_run, args.moves, args.think, args.timeout, 2000,
+                                       args.room))
+        time.sleep(2 * UNUSED_SESSION_SECONDS + 2)  # a closed session is dropped one to two lifetimes after its tab closed
+        rss = web_resident_mb(server)
+        report["rss_mb"] |= {"after_expiry": rss["VmRSS"], "peak": rss["VmHWM"]}
+        report["server_alive"] = server.process.poll() is None
+        report["server_log_problems"] = server_log_problems(server.log())
+        report["server_log"] = str(server.log_path)
+    finally:
+        stop_server(server)
+    return report
+
+
+def print_side_by_side(reports: list[dict]) -> None:
+    """The figures that say how many learners a server takes, one column per number of web processes."""
+    ms = lambda s: f"{1000 * s:.0f} ms"  # noqa: E731
+    spread = lambda f: f"{ms(f['p50'])} / {ms(f['p95'])} / {ms(f['max'])}" if f["n"] else "none"  # noqa: E731
+    rows = [("web processes", lambda r: str(r["web_processes"]))]
+    if "ready" in reports[0]:  # a burst
+        rows += [("pages ready p50 / p95 / last", lambda r: spread(r["ready"])),
+                 ("errors", lambda r: str(len(r["errors"]))),
+                 ("tracebacks or error lines", lambda r: str(len(r["server_log_problems"])))]
+        title = f"/{reports[0]['route']}: {reports[0]['learners']} learners open it within 1 s"
+    else:
+        rows += [("slider moves p50 / p95 / max", lambda r: spread(r["moves"]["all"])),
+                 ("page loads p50 / p95 / max", lambda r: spread(r["loads"]["all"])),
+                 ("sliders ready p50 / p95 / max", lambda r: spread(r["readies"]["all"])),
+                 ("moves answered", lambda r: str(r["moves"]["all"]["n"])),
+                 ("errors", lambda r: str(r["errors"]["count"])),
+                 ("tracebacks or error lines", lambda r: str(len(r["server_log_problems"]))),
+                 ("run steps in the test", lambda r: str(r.get("lm_run", {}).get("steps_during_test", "-"))),
+                 ("web processes' CPU, share of a core each", lambda r: f"{r['server_cpu_s'] / r['wall_s'] / r['web_processes']:.0%}"),
+                 ("web processes' memory at the end", lambda r: f"{r['rss_mb']['end']:.0f} MB"),
+                 ("machine load before / after", lambda r: f"{r['machine_load_before']} / {r['machine_load_after']}")]
+        title = f"{reports[0]['sessions']} learners for {reports[0]['seconds']:.0f} s"
+    print(f"side by side, {title}:")
+    for name, value in rows:
+        print(f"  {name:<42}" + "".join(f"  {value(r):>32}" for r in reports))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -814,34 +910,34 @@ def main(argv: list[str] | None = None) -> None:
                         help="with --burst: the server keeps N sessions of each page built ahead, and the burst waits until they are")
     parser.add_argument("--room", action="store_true",
                         help="the teacher's room view open, and every learner answers the cards it meets, counted in the room")
+    parser.add_argument("--web-processes", type=int, default=1, metavar="N", help="the server's web processes (default: 1)")
+    parser.add_argument("--compare", type=int, default=0, metavar="N",
+                        help="run the same test on a server of 1 web process, then of N, and print them side by side")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
-    if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1:
-        parser.error("--sessions and --moves must be at least 1, --seconds more than 0 and --burst not negative")
+    if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1 or args.web_processes < 1 or args.compare < 0:
+        parser.error("--sessions, --moves and --web-processes must be at least 1, --seconds more than 0 and --burst and "
+                     "--compare not negative")
+    counts = [1, args.compare] if args.compare else [args.web_processes]
     if args.burst:
-        reports = run_bursts(args.pages, args.burst, args.timeout, args.ready_pages)
+        runs = [run_bursts(args.pages, args.burst, args.timeout, args.ready_pages, n) for n in counts]
         if args.json:
-            print(json.dumps(reports, indent=1))
-        else:
+            print(json.dumps(runs if args.compare else runs[0], indent=1))
+            return
+        for reports in runs:
             print_bursts(reports)
+        if args.compare:
+            for by_page in zip(*runs):
+                print_side_by_side(list(by_page))
         return
-    runs = Path(tempfile.mkdtemp(prefix="fl-load-runs-"))
-    server = start_server(env={"FEEDBACK_LAB_RUNS": str(runs), "OMP_NUM_THREADS": "1", "FEEDBACK_LAB_TEACHER_TOKEN": TEACHER_TOKEN})
-    try:
-        report = asyncio.run(load_test(server, runs, args.sessions, args.seconds, not args.no_run, args.moves, args.think, args.timeout, 2000,
-                                       args.room))
-        time.sleep(2 * UNUSED_SESSION_SECONDS + 2)  # a closed session is dropped one to two lifetimes after its tab closed
-        rss = resident_mb(server.process.pid)
-        report["rss_mb"] |= {"after_expiry": rss["VmRSS"], "peak": rss["VmHWM"]}
-        report["server_alive"] = server.process.poll() is None
-        report["server_log_problems"] = server_log_problems(server.log())
-        report["server_log"] = str(server.log_path)
-    finally:
-        stop_server(server)
+    reports = [serve_and_load(args, n) for n in counts]
     if args.json:
-        print(json.dumps(report, indent=1))
-    else:
+        print(json.dumps(reports if args.compare else reports[0], indent=1))
+        return
+    for report in reports:
         print_report(report)
+    if args.compare:
+        print_side_by_side(reports)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,7 +28,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
+
+from app.serving.web_processes import answers, free_loopback_port
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: where the server runs from."""
@@ -52,27 +53,9 @@ NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.pat
 """nginx, for the tests of deploy/ (installed by `make test`), or None."""
 
 
-EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
-"""Where Linux says which ports it hands out to bind(0) and to outgoing connections."""
-LOWEST_TEST_PORT = 10000
-
-
 def free_port() -> int:
-    """A localhost port nothing listens on now, below the system's ephemeral range.
-
-    A port that bind(0) returned is one the system may hand out again at once: a test's Dask scheduler,
-    nanny or worker (all of them listen on port 0) took one between the test choosing it and its server
-    binding it, and the server's health check was answered by Dask's protocol.
-    """
-    first_ephemeral = int(EPHEMERAL_PORTS.read_text().split()[0]) if EPHEMERAL_PORTS.exists() else 32768
-    for port in random.sample(range(LOWEST_TEST_PORT, first_ephemeral), 100):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("localhost", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"No free localhost port between {LOWEST_TEST_PORT} and {first_ephemeral}.")
+    """A localhost port nothing listens on now, below the system's ephemeral range (app.serving.web_processes)."""
+    return free_loopback_port()
 
 
 def loopback_config(tmp_path, proxy_port: int, app_ports: tuple[int, int]) -> str:
@@ -133,14 +116,30 @@ async def _read_message(ws) -> list[str]:
 
 def page_token(base: str, route: str, query: str) -> str:
     """GET the page as a browser does: the session token its HTML embeds (the session's id is inside it)."""
-    status_html = urllib.request.urlopen(f"{base}/{route}{query}", timeout=30).read().decode()
-    return re.search(r'"token":"([^"]+)"', status_html).group(1)
+    return get_page(base, route, query)[0]
 
 
-async def pull_document(base: str, route: str, token: str) -> str:
-    """The session's document over its websocket, as the page's script asks for it: the PULL-DOC reply's content."""
+def get_page(base: str, route: str, query: str) -> tuple[str, dict[str, str], str]:
+    """GET the page as a new browser does: (the session token its HTML embeds, the headers the browser's websocket
+    then sends, its cookies (nginx's choice of web process), the HTML)."""
+    with urllib.request.urlopen(f"{base}/{route}{query}", timeout=30) as response:
+        cookies = "; ".join(c.split(";")[0] for c in response.headers.get_all("Set-Cookie") or [])
+        html = response.read().decode()
+    return re.search(r'"token":"([^"]+)"', html).group(1), {"Cookie": cookies} if cookies else {}, html
+
+
+def document_roots(html: str) -> set[str]:
+    """The ids of the document roots a page's HTML names (Bokeh's render items): a document pulled over the page's
+    websocket has these roots only if the websocket reached the process that built the page."""
+    items = re.search(r'"roots":\{([^}]*)\}', html).group(1)
+    return set(re.findall(r'"([^"]+)":"[^"]*"', items))
+
+
+async def pull_document(base: str, route: str, token: str, headers: dict[str, str] | None = None) -> str:
+    """The session's document over its websocket, as the page's script asks for it: the PULL-DOC reply's content.
+    `headers`: the browser's own (its cookies)."""
     ws_url = base.replace("http", "ws", 1) + (f"/{route}/ws" if route else "/ws")
-    ws = await websocket_connect(ws_url, subprotocols=["bokeh", token])
+    ws = await websocket_connect(HTTPRequest(ws_url, headers=headers or {}), subprotocols=["bokeh", token])
     try:
         header, _, _ = await _read_message(ws)
         assert json.loads(header)["msgtype"] == "ACK"
@@ -154,7 +153,8 @@ async def pull_document(base: str, route: str, token: str) -> str:
 
 
 async def open_session_document(base: str, route: str, query: str) -> str:
-    return await pull_document(base, route, page_token(base, route, query))
+    token, headers, _ = get_page(base, route, query)
+    return await pull_document(base, route, token, headers)
 
 
 def wait_until(condition, timeout: float, what: str) -> None:
@@ -163,15 +163,6 @@ def wait_until(condition, timeout: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-
-
-def answers(url: str) -> bool:
-    """Whether `url` answers 200 within 2 s."""
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
 
 
 @contextmanager
@@ -213,8 +204,11 @@ def wait_for_health(server: Server, timeout: float = 90.0) -> None:
     raise RuntimeError(f"the app server did not answer /healthz within {timeout} s")
 
 
-def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None) -> Server:
+def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None, up_seconds: float = 90.0) -> Server:
+    """One web process unless `options` say how many (`--web-processes N`): most tests look inside the one."""
     port = port or free_port()
+    if "--web-processes" not in options:
+        options = (*options, "--web-processes", "1")
     runs = tempfile.mkdtemp(prefix="fl-runs-")
     log_path = Path(tempfile.mkdtemp(prefix="fl-log-")) / "server.log"
     offline = {"HF_HUB_OFFLINE": "1", "HF_HOME": tempfile.mkdtemp(prefix="fl-hf-")}
@@ -226,7 +220,7 @@ def start_server(*options: str, env: dict[str, str] | None = None, port: int | N
         env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": runs, **offline, **(env or {})},
     )
     server = Server(f"http://localhost:{port}", process, log_path)
-    wait_for_health(server)
+    wait_for_health(server, up_seconds)
     return server
 
 

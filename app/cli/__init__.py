@@ -2,7 +2,7 @@
 
     feedback-lab --version
     feedback-lab figures NAME [options] [--json]
-    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin]
+    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [--web-processes N]
                        [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--teacher-token TOKEN] [--models NAMES] [--rewards NAMES] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
@@ -13,7 +13,7 @@
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/cli/figures/`);
 `serve` starts the web app (see `app/serving/server.py`) and the Dask cluster its model jobs run on,
-or joins one (see `app/jobs/cluster.py`), and prints the teacher's link to the room view (see `app/serving/room.py`), offering its learners the models of `--models` (see `app/serving/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
+or joins one (see `app/jobs/cluster.py`), from several web processes behind nginx (see `app/serving/web_processes.py`), and prints the teacher's link to the room view (see `app/serving/room.py`), offering its learners the models of `--models` (see `app/serving/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
 `app/pages/thumbnails.py`); the
 others run the language-model work without a browser, writing the same files as the pages.
 Every option of a figure
@@ -30,10 +30,10 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from app.serving import limits, offered
-from app.jobs.cluster import SCHEDULER_VARIABLE
 from app.cli.figures import FIGURES
 from app.cli.options import add_settings_options, settings_from_args
+from app.jobs.cluster import SCHEDULER_VARIABLE
+from app.serving import limits, offered, web_processes
 from app.serving.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
 from engines.lm.settings import EMBEDDED, is_folder
 
@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--teacher-token", metavar="TOKEN", default=None,
                        help=f"the secret of the teacher's link to the room view, 16 to 128 letters, digits, - or _ (default: "
                             f"${TOKEN_VARIABLE}, else a new random one at each start; give every web process behind one proxy the same)")
+    serve.add_argument("--web-processes", type=int, metavar="N", default=None,
+                       help=f"serve from N web processes behind nginx on the one address learners type (default: "
+                            f"${web_processes.VARIABLE}, else one per core, from 2 to {web_processes.DEFAULT_MOST}, where nginx is "
+                            "installed, else 1). Each process serves pages on about one core, so give a machine's "
+                            "core count (docs/performance.md, 'Learners per core', has the figures of a 2-core machine), "
+                            "and 1 behind a proxy of your own")
     offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
@@ -114,22 +120,24 @@ def websocket_origins(given: list[str] | None) -> list[str] | None:
     return hosts or None
 
 
-def run_server(args: argparse.Namespace) -> int:
+def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
+    """`serve`, given its parsed `args` and its command line `options` (which web processes started here inherit)."""
     try:
         server_limits = limits.from_environment(args)
         teacher = TeacherToken.from_environment(args.teacher_token)
         offer = offered.from_environment(args)
         notes = offered.check_offer(offer, server_limits.max_download_mb)
+        processes, note = web_processes.web_processes_from(args.web_processes)
     except ValueError as error:
         print(f"feedback-lab serve: error: {error}", file=sys.stderr)
         return 2
-    for note in notes:
+    for note in [*notes, note] if note else notes:
         print(f"feedback-lab serve: note: {note}", file=sys.stderr)
     offered.install(offer)
     # The cluster reads its slots when first imported, so the option reaches it through its variable.
     os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
     from app.jobs import cluster
-    from app.serving.server import serve, share_cores  # panel loads only when the app is served
+    from app.serving.cores import share_cores
 
     share_cores()  # before the local cluster starts: its worker processes inherit OMP_NUM_THREADS
     jobs = cluster.Cluster(args.scheduler or os.environ.get(SCHEDULER_VARIABLE), server_limits.max_runs_per_device)
@@ -138,6 +146,11 @@ def run_server(args: argparse.Namespace) -> int:
     except cluster.SchedulerUnreachable as error:
         print(f"feedback-lab serve: error: {error}", file=sys.stderr)
         return 2
+    if processes > 1:
+        return serve_behind_nginx(args, list(options), processes, jobs.client.scheduler.address, teacher,
+                                  server_limits.websocket_max_bytes)
+    from app.serving.server import serve  # panel loads only when the app is served
+
     cluster.install(jobs)
     if offer.models[0] == EMBEDDED or is_folder(offer.models[0]):  # on this machine: loading downloads nothing
         from app.jobs.model_jobs import warm_up
@@ -148,6 +161,23 @@ def run_server(args: argparse.Namespace) -> int:
     serve(port=args.port, address=args.address, websocket_origin=websocket_origins(args.allow_websocket_origin), show=args.show,
           server_limits=server_limits, admin=args.admin, teacher=teacher, the_room=the_room)
     return 0
+
+
+def serve_behind_nginx(args: argparse.Namespace, options: list[str], processes: int, scheduler: str, teacher: TeacherToken,
+                       max_body_bytes: int) -> int:
+    """`processes` web processes joined to `scheduler` behind nginx on the address and port of `args`."""
+    origins = websocket_origins(args.allow_websocket_origin) or web_processes.default_origins(args.address, args.port)
+
+    def announce() -> None:
+        print(f"Feedback Lab serves http://{origins[0]}/ from {processes} web processes behind nginx", flush=True)
+        print(f"The teacher's room view (keep this link to yourself): {teacher.link('http://' + origins[0])}", flush=True)
+        if args.show:
+            import webbrowser
+
+            webbrowser.open(f"http://{origins[0]}/")
+
+    return web_processes.serve_behind_nginx(processes, options, args.address, args.port, scheduler, teacher.value, origins,
+                                            max_body_bytes, announce)
 
 
 def figure_parser(name: str, module) -> argparse.ArgumentParser:
@@ -181,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "figures":
         return run_figure(args.name, args.options)
-    return run_server(args)
+    return run_server(args, argv[argv.index("serve") + 1:])
 
 
 if __name__ == "__main__":

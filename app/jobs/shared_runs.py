@@ -8,21 +8,22 @@ on the page's defaults the server trains one run and all thirty watch it:
 
 - `run_key` names a run by all of that; a GPU run is never shared (its kernels are not
   bitwise reproducible), so it gets no key.
-- `ClassRuns.watch` joins a learner to the run of that key training in this web process, or
-  starts it (`SharedRun`). Every learner's page walks `SharedRun.follow`: the run so far at
-  once, then each new step.
-- A learner's Stop (or closed tab) leaves the run; the computation stops when no learner is
-  left on it, since on a class server the cores are what every other run waits for. The
-  folder keeps every step done, listed as interrupted.
-- Pause holds the learner's own view; the computation holds only when every learner on it has
-  paused (then it keeps its device, as a paused run always has), so no learner can freeze a run
-  another one watches. Resume shows the newest step.
+- `ClassRuns.watch` joins a learner to the run of that key watched in this web process; else,
+  through the cluster's registry of runs (app.jobs.run_registry), to the run another web
+  process of the cluster trains (`FollowedRun`, from its files), else starts it (`SharedRun`).
+  Every learner's page walks `follow`: the run so far at once, then each new step.
+- A learner's Stop (or closed tab) leaves the run; the computation stops when no learner of any
+  web process is left on it, since on a class server the cores are what every other run waits
+  for. The folder keeps every step done, listed as interrupted.
+- Pause holds the learner's own view; the computation holds only when every learner on it, in
+  every web process, has paused (then it keeps its device, as a paused run always has), so no
+  learner can freeze a run another one watches. Resume shows the newest step.
 - `finished_run` finds a run of the same key that already ran to its end in the runs folder
   (whatever web process trained it, and after a restart); `replay` shows it from its files, at
   once or at the pace it trained.
 - `Learner` is one learner's tab among them: `start` checks the settings and finds what to show
-  for them (a finished run's files, a run another web process trains, or the run of this process,
-  joined or started), `open` a run of the room's list; pause, resume and leave go to the run it
+  for them (a finished run's files, or the class's run, joined or started), `open` a run of the
+  room's list; pause, resume and leave go to the run it
   watches. The page walks what it is handed (`Watching.states`) and words how it came to it.
 - `start_estimate` says when a run waiting for its device should start, from the steps the
   runs ahead of it have left and how fast they go.
@@ -47,6 +48,7 @@ import numpy as np
 
 from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
 from app.jobs.model_jobs import LiveRun, LiveState, live_snapshots, run_steps
+from app.jobs.run_registry import Registry, Seen
 from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
 from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings, is_folder
 
@@ -112,67 +114,51 @@ def run_key(settings: LMSettings, device: str) -> str | None:
 # ----------------------------------------------------------------------------- one computation, many learners
 
 
-class SharedRun:
-    """One live run's computation in this web process and the learners watching it.
+class Watched:
+    """One live run as the learners of this web process watch it: each learner's page walks `follow(viewer)` on its
+    own stream thread, the newest state first. `viewer` is any object that stands for one learner's page.
 
-    A thread walks the run's LiveRun.states() and keeps the newest state; each learner's page
-    walks `follow(viewer)` on its own stream thread. `viewer` is any object that stands for one
-    learner's page.
+    `SharedRun` trains the run here; `FollowedRun` follows a run another web process of the cluster trains.
+    Their learners are counted across every process (app.jobs.run_registry): `elsewhere` is how many
+    watch it in the other processes, and of them paused, as the registry last said.
     """
 
-    def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None,
-                 download_problem: Callable[[object], str] | None = None):
-        self.key, self.settings = key, settings
-        self.live = LiveRun(settings, runs_dir, cluster, key=key, download_problem=download_problem)
+    def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None):
+        self.key, self.settings, self.runs_dir, self.cluster = key, settings, Path(runs_dir), cluster
+        self._thread = threading.Thread(target=self._drive, name=f"feedback-lab-{type(self).__name__}", daemon=True)
         self.state = LiveState("loading", settings)
         self.ended = False
         self.stopping = False
-        """Set when the last learner left: the computation ends after its step in flight, and nobody joins it."""
+        """Set when the last learner left: the run ends here, and nobody joins it."""
+        self.elsewhere = (0, 0)
         self._version = 0
         self._watchers: set = set()
         self._paused: set = set()
-        self._held = False
         self._changed = threading.Condition()
         self._on_end = on_end
-        self._thread = threading.Thread(target=self._drive, name="feedback-lab-shared-run", daemon=True)
 
     def start(self, viewer) -> None:
-        """Start the computation with `viewer` its first learner."""
+        """Start following the run (training it, for a SharedRun) with `viewer` its first learner here."""
         self.join(viewer)
         self._thread.start()
 
+    def _drive(self) -> None:
+        """The thread that publishes the run's states."""
+        raise NotImplementedError
+
     @property
     def watchers(self) -> int:
-        """Learners on the run in this web process."""
-        return len(self._watchers)
+        """Learners on the run in every web process."""
+        return len(self._watchers) + self.elsewhere[0]
 
     @property
     def joinable(self) -> bool:
         return not (self.ended or self.stopping)
 
-    def _drive(self) -> None:
-        estimated_at, states = -math.inf, self.live.states()
-        try:
-            for state in states:
-                if self.stopping and self.live.job is None:
-                    break  # left while loading or downloading: closing the states stops a download too
-                if state.phase == "queued" and self.live.job is not None:
-                    if time.monotonic() - estimated_at > ESTIMATE_SECONDS:  # it reads run folders: not at every poll
-                        estimated_at, starts_in = time.monotonic(), estimate_start(self.live.cluster, self.live.job.key,
-                                                                                   self.live.runs_dir)
-                    state = replace(state, starts_in=starts_in)
-                self._publish(state)
-        except Exception as error:  # a bug of one run must not leave its learners waiting forever
-            LOG.exception("A live run failed")
-            self._publish(replace(self.state, phase="error", message=f"The run stopped on an unexpected error ({type(error).__name__})."))
-        finally:
-            states.close()
-            with self._changed:
-                self.ended = True
-                self._version += 1
-                self._changed.notify_all()
-            if self._on_end is not None:
-                self._on_end(self)
+    def counts(self) -> tuple[int, int]:
+        """(learners watching, of them paused) in this web process."""
+        with self._changed:
+            return len(self._watchers), len(self._paused)
 
     def _publish(self, state: LiveState) -> None:
         with self._changed:
@@ -180,50 +166,34 @@ class SharedRun:
             self._version += 1
             self._changed.notify_all()
 
+    def _end(self) -> None:
+        with self._changed:
+            self.ended = True
+            self._version += 1
+            self._changed.notify_all()
+        if self._on_end is not None:
+            self._on_end(self)
+
     def join(self, viewer) -> None:
         with self._changed:
             self._watchers.add(viewer)
-        self._hold_if_all_paused()
-
-    def leave(self, viewer) -> None:
-        """`viewer` leaves (Stop, its tab closed). The last one to leave stops the computation and stays on it to
-        the end, so that it sees the step in flight written."""
-        with self._changed:
-            if viewer not in self._watchers:
-                return
-            self._paused.discard(viewer)
-            last = self._watchers == {viewer} and not self.ended
-            if last:
-                self.stopping = True
-            else:
-                self._watchers.discard(viewer)
-            self._changed.notify_all()
-        if last:
-            self.live.stop()
-        else:
-            self._hold_if_all_paused()
+        self.hold_if_all_paused()
 
     def pause(self, viewer) -> None:
         """Hold `viewer`'s view at the step it shows; the run holds too once every learner on it has paused."""
         with self._changed:
             if viewer in self._watchers:
                 self._paused.add(viewer)
-        self._hold_if_all_paused()
+        self.hold_if_all_paused()
 
     def resume(self, viewer) -> None:
         with self._changed:
             self._paused.discard(viewer)
             self._changed.notify_all()
-        self._hold_if_all_paused()
+        self.hold_if_all_paused()
 
-    def _hold_if_all_paused(self) -> None:
-        """Pause the job when every learner on it has paused, resume it when one has not; only on a change, since
-        each is a call to the scheduler."""
-        with self._changed:
-            hold = bool(self._watchers) and self._paused == self._watchers
-            changed, self._held = hold != self._held, hold
-        if changed:
-            (self.live.pause if hold else self.live.resume)()
+    def hold_if_all_paused(self) -> None:
+        """The run holds when every learner on it, in every process, has paused (its trainer's concern)."""
 
     def follow(self, viewer) -> Iterator[LiveState]:
         """The run's newest state at once, then each new one until the run ends or `viewer` leaves; nothing new
@@ -245,52 +215,256 @@ class SharedRun:
                 return
 
 
+class SharedRun(Watched):
+    """One live run's computation, trained by this web process for the learners of every process.
+
+    A thread walks the run's LiveRun.states() and keeps the newest state.
+    """
+
+    def __init__(self, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster, on_end=None,
+                 last_elsewhere: Callable[[], bool] = lambda: True, release: Callable[[], None] = lambda: None,
+                 download_problem: Callable[[object], str] | None = None):
+        super().__init__(key, settings, runs_dir, cluster, on_end)
+        self.live = LiveRun(settings, runs_dir, cluster, key=key, download_problem=download_problem)
+        self._held = False
+        self._last_elsewhere = last_elsewhere
+        """Asked when the last learner of this process leaves: whether no learner of another process watches it."""
+        self.release = release
+        """Tells the cluster's registry that the run is no longer one to join (it stops or ended)."""
+
+    def _drive(self) -> None:
+        estimated_at, states = -math.inf, self.live.states()
+        try:
+            for state in states:
+                if self.stopping and self.live.job is None:
+                    break  # left while loading or downloading: closing the states stops a download too
+                if state.phase == "queued" and self.live.job is not None:
+                    if time.monotonic() - estimated_at > ESTIMATE_SECONDS:  # it reads run folders: not at every poll
+                        estimated_at, starts_in = time.monotonic(), estimate_start(self.live.cluster, self.live.job.key,
+                                                                                   self.live.runs_dir)
+                    state = replace(state, starts_in=starts_in)
+                self._publish(state)
+        except Exception as error:  # a bug of one run must not leave its learners waiting forever
+            LOG.exception("A live run failed")
+            self._publish(replace(self.state, phase="error", message=f"The run stopped on an unexpected error ({type(error).__name__})."))
+        finally:
+            states.close()
+            self._end()
+
+    def leave(self, viewer) -> None:
+        """`viewer` leaves (Stop, its tab closed). The last one of the cluster to leave stops the computation and
+        stays on it to the end, so that it sees the step in flight written."""
+        with self._changed:
+            if viewer not in self._watchers:
+                return
+            self._paused.discard(viewer)
+            last = self._watchers == {viewer} and not self.ended
+            if not last:
+                self._watchers.discard(viewer)
+            self._changed.notify_all()
+        if last and self._last_elsewhere():
+            self.stop()
+        else:
+            if last:
+                with self._changed:
+                    self._watchers.discard(viewer)
+            self.hold_if_all_paused()
+
+    def stop(self) -> None:
+        """Stop the computation after its step in flight: nobody watches it any more."""
+        with self._changed:
+            self.stopping = True
+            self._changed.notify_all()
+        self.release()
+        self.live.stop()
+
+    def hold_if_all_paused(self) -> None:
+        """Pause the job when every learner on it, in every process, has paused; resume it when one has not. Only on
+        a change, since each is a call to the scheduler."""
+        with self._changed:
+            watching, paused = len(self._watchers) + self.elsewhere[0], len(self._paused) + self.elsewhere[1]
+            hold = watching > 0 and paused == watching
+            changed, self._held = hold != self._held, hold
+        if changed:
+            (self.live.pause if hold else self.live.resume)()
+
+
+class FollowedRun(Watched):
+    """A run another web process of the cluster trains, watched here from its files: read every POLL_SECONDS while
+    they grow, until the registry says the run no longer trains (it ended, stopped, or its process left). Its
+    learners count for the run in the registry, so it trains on while any watches it."""
+
+    def __init__(self, key: str, settings: LMSettings, runs_dir: Path, cluster: Cluster, seen: Callable[[], object],
+                 on_end=None):
+        super().__init__(key, settings, runs_dir, cluster, on_end)
+        self._seen = seen
+        """The registry's last word on the run (app.jobs.run_registry.Seen), None once it no longer trains."""
+
+    def _drive(self) -> None:
+        read_at = None
+        try:
+            while not self.stopping:
+                seen = self._seen()
+                folder = self.runs_dir / seen.folder if seen is not None and seen.folder else self.state.folder
+                if folder is None:
+                    if seen is None:
+                        break
+                    if seen.phase != self.state.phase:
+                        self._publish(LiveState(seen.phase, self.settings))
+                else:
+                    stamp = (folder / "metrics.jsonl").stat().st_mtime_ns if (folder / "metrics.jsonl").exists() else None
+                    if stamp != read_at or seen is None:
+                        read_at = stamp
+                        *_, state = replay(read_run(folder))
+                        self._publish(replace(state, folder=folder))
+                    if seen is None:
+                        break
+                time.sleep(POLL_SECONDS)
+        except Exception as error:
+            LOG.exception("Following a run of another web process failed")
+            self._publish(replace(self.state, phase="error", message=f"The run stopped on an unexpected error ({type(error).__name__})."))
+        finally:
+            self._end()
+
+    def leave(self, viewer) -> None:
+        """`viewer` leaves; when none is left here, this process no longer counts on the run."""
+        with self._changed:
+            self._watchers.discard(viewer)
+            self._paused.discard(viewer)
+            if not self._watchers:
+                self.stopping = True
+            self._changed.notify_all()
+
+
 class ClassRuns:
-    """The live runs of this web process by key: who starts one, who joins one, and which are training."""
+    """The live runs of this web process by key: who starts one, who joins one, which are watched here; and, through
+    the cluster's registry (app.jobs.run_registry), the same for every web process of the cluster."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._runs: list[SharedRun] = []
+        self._lock = threading.RLock()
+        self._runs: list[Watched] = []
+        self._registries: dict[Cluster, Registry] = {}
+        self._seen: dict[Cluster, dict[str, Seen | None]] = {}
+        """The registry's last word on each run followed here, by the cluster (one in a server; a test plays two)."""
+
+    def registry(self, cluster: Cluster) -> Registry:
+        with self._lock:
+            if cluster not in self._registries:
+                self._registries[cluster] = Registry(lambda: cluster.client)
+                self._registries[cluster].keep_in_step(partial(self._sync, cluster))
+            return self._registries[cluster]
 
     def watch(self, key: str | None, settings: LMSettings, device: str, runs_dir: Path, cluster: Cluster,
-              viewer, download_problem: Callable[[object], str] | None = None) -> tuple[SharedRun, bool]:
+              viewer, download_problem: Callable[[object], str] | None = None) -> tuple[Watched, bool]:
         """The run `viewer` watches for `settings` on `device` (named `key`, run_key's), and whether another learner
-        started it (joined); a run started here checks a download with `download_problem` (LiveRun's)."""
+        started it (joined): one of this process, else one another process trains, else a new one trained here,
+        which checks a download with `download_problem` (LiveRun's)."""
+        runs_dir = Path(runs_dir)
+        settings = replace(settings, device=device)
+        with self._lock:
+            for run in self._runs:
+                if key is not None and run.key == key and run.runs_dir == runs_dir and run.joinable:
+                    run.join(viewer)
+                    return run, True
+            registry = self.registry(cluster) if key is not None else None
+            seen = registry.claim(key) if registry is not None else None
+            elsewhere = seen is not None and seen.owner != registry.process
+            if elsewhere:
+                self._seen.setdefault(cluster, {})[key] = seen
+                run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, cluster, key), on_end=self._ended)
+            else:
+                release = partial(registry.release, key, seen.run) if seen is not None else lambda: None
+                run = SharedRun(key, settings, runs_dir, cluster, on_end=self._ended,
+                                last_elsewhere=partial(self._nobody_elsewhere, cluster, key), release=release,
+                                download_problem=download_problem)
+            self._runs.append(run)
+        run.start(viewer)
+        return run, elsewhere
+
+    def open(self, folder_name: str, key: str | None, settings: LMSettings, runs_dir: Path, cluster: Cluster,
+             viewer) -> Watched | None:
+        """Join the run training into `runs_dir`/`folder_name` (named `key`, trained with `settings`), here or in
+        another web process."""
         runs_dir = Path(runs_dir)
         with self._lock:
             for run in self._runs:
-                if key is not None and run.key == key and run.live.runs_dir == runs_dir and run.joinable:
-                    run.join(viewer)
-                    return run, True
-            run = SharedRun(key, replace(settings, device=device), runs_dir, cluster, on_end=self._ended,
-                            download_problem=download_problem)
-            self._runs.append(run)
-        run.start(viewer)
-        return run, False
-
-    def open(self, folder_name: str, runs_dir: Path, viewer) -> SharedRun | None:
-        """Join the run training in this process into `runs_dir`/`folder_name`, if there is one."""
-        with self._lock:
-            for run in self._runs:
                 folder = run.state.folder
-                if folder is not None and folder.name == folder_name and run.live.runs_dir == Path(runs_dir) and run.joinable:
+                if folder is not None and folder.name == folder_name and run.runs_dir == runs_dir and run.joinable:
                     run.join(viewer)
                     return run
-        return None
+            if key is None or any(run.key == key and run.joinable for run in self._runs):
+                return None
+            seen = self.registry(cluster).claim(key, create=False)
+            if seen is None or seen.folder != folder_name:
+                return None
+            self._seen.setdefault(cluster, {})[key] = seen
+            run = FollowedRun(key, settings, runs_dir, cluster, partial(self.seen, cluster, key), on_end=self._ended)
+            self._runs.append(run)
+        run.start(viewer)
+        return run
 
-    def _ended(self, run: SharedRun) -> None:
+    def seen(self, cluster: Cluster, key: str) -> Seen | None:
+        """The registry of `cluster`'s last word on the run `key` (None: it no longer trains)."""
+        with self._lock:
+            return self._seen.get(cluster, {}).get(key)
+
+    def _ended(self, run: Watched) -> None:
         with self._lock:
             if run in self._runs:
                 self._runs.remove(run)
+        if isinstance(run, SharedRun):
+            run.release()
 
-    def training(self, runs_dir: Path) -> list[SharedRun]:
-        """The runs of `runs_dir` under way in this web process, oldest first."""
+    def _nobody_elsewhere(self, cluster: Cluster, key: str | None) -> bool:
+        """Whether no learner of another web process watches the run `key` trained here, as the registry says now."""
+        if key is None:
+            return True
+        try:
+            seen = self.registry(cluster).sync({key: {"watching": 0, "paused": 0}}, every=False).get(key)
+        except Exception:  # no word from the scheduler: nobody elsewhere can be seen either
+            LOG.debug("Asking the registry about a run failed", exc_info=True)
+            return True
+        return seen is None or seen.watching == 0
+
+    def _sync(self, cluster: Cluster) -> None:
+        """One look at the registry (on its thread): send this process's learners on each run, read the other
+        processes'; a run trained here that nobody watches any more stops, one every learner paused holds."""
         with self._lock:
-            return [run for run in self._runs if run.live.runs_dir == Path(runs_dir)]
+            runs = [r for r in self._runs if r.key is not None and r.joinable and r.cluster is cluster]
+            if not runs and not self._seen.get(cluster):
+                return  # nothing here to count, and nothing counted last time to take back
+        mine = {}
+        for run in runs:
+            watching, paused = run.counts()
+            mine[run.key] = {"watching": watching, "paused": paused}
+            if isinstance(run, SharedRun):
+                mine[run.key] |= {"folder": run.state.folder.name if run.state.folder else None, "phase": run.state.phase}
+        seen = self.registry(cluster).sync(mine)
+        with self._lock:
+            held = {r.key for r in self._runs if r.cluster is cluster}
+            kept = {key: found for key, found in self._seen.get(cluster, {}).items() if key in held}
+            self._seen[cluster] = kept | {key: seen.get(key) for key in mine}
+        for run in runs:
+            entry = seen.get(run.key)
+            watching, paused = mine[run.key]["watching"], mine[run.key]["paused"]
+            run.elsewhere = (entry.watching - watching, entry.paused - paused) if entry is not None else (0, 0)
+            if isinstance(run, SharedRun):
+                if watching == 0 and run.elsewhere[0] == 0 and run.joinable:
+                    run.stop()
+                else:
+                    run.hold_if_all_paused()
 
-    def watchers(self, runs_dir: Path) -> dict[str, int]:
-        """Run folder name -> learners on it in this web process, for the runs that have a folder."""
-        return {run.state.folder.name: run.watchers for run in self.training(runs_dir) if run.state.folder is not None}
+    def training(self, runs_dir: Path) -> list[Watched]:
+        """The runs of `runs_dir` watched in this web process, oldest first."""
+        with self._lock:
+            return [run for run in self._runs if run.runs_dir == Path(runs_dir)]
+
+    def watchers(self, runs_dir: Path, cluster: Cluster | None = None) -> dict[str, int]:
+        """Run folder name -> learners on it in every web process of `cluster` (in this one without it)."""
+        here = {run.state.folder.name: run.watchers for run in self.training(runs_dir) if run.state.folder is not None}
+        if cluster is None or not cluster.connected:
+            return here
+        return self.registry(cluster).overview() | here
 
 
 CLASS_RUNS = ClassRuns()
@@ -362,17 +536,6 @@ def follow_folder(folder: Path, training, every: float = 1.0) -> Iterator[LiveSt
         time.sleep(every)
 
 
-def training_elsewhere(key: str | None, runs_dir: Path, cluster: Cluster) -> str | None:
-    """The folder name of a run named `key` that trains for another web process of the cluster, if one does."""
-    if key is None:
-        return None
-    ours = {run.state.folder.name for run in CLASS_RUNS.training(runs_dir) if run.state.folder is not None}
-    for run_id in sorted(cluster.running_ids() - ours):
-        if read_config(Path(runs_dir) / run_id / "config.json").get("run_key") == key:
-            return run_id
-    return None
-
-
 def trains(cluster: Cluster, name: str) -> bool:
     """Whether the run folder `name` is being written by a job of the cluster now."""
     return any(running and run_id == name for _, running, _, run_id in cluster.jobs())
@@ -419,10 +582,13 @@ class Learner:
     policy comes from the page: the settings it lets start (app.serving.offered.start_problem) and its word on a
     download (`download_problem`, LiveRun's)."""
 
-    def __init__(self, runs_dir: Path | str, cluster: Cluster, download_problem: Callable[[object], str] | None = None):
+    def __init__(self, runs_dir: Path | str, cluster: Cluster, download_problem: Callable[[object], str] | None = None,
+                 class_runs: ClassRuns | None = None):
         self.runs_dir, self.cluster, self.download_problem = Path(runs_dir), cluster, download_problem
-        self.run: SharedRun | None = None
-        """The SharedRun watched (or left, until `ended` is told); None for a run shown from its files."""
+        self.class_runs = class_runs or CLASS_RUNS
+        """The runs of this learner's web process."""
+        self.run: Watched | None = None
+        """The run watched (or left, until `ended` is told); None for a run shown from its files."""
 
     def start(self, settings: LMSettings, at_pace: bool = False) -> tuple[Watching | None, str]:
         """(what to show, '') for `settings`, which the server allows, or (None, the one sentence why no run starts: no
@@ -442,20 +608,18 @@ class Learner:
         done = finished_run(key, self.runs_dir)
         if done is not None:
             return Watching(partial(replay, done, at_pace), settings, "finished", run_id=done.id)
-        elsewhere = training_elsewhere(key, self.runs_dir, self.cluster)
-        if elsewhere is not None:
-            return self._follow_files(elsewhere, settings, "joined")
-        self.run, joined = CLASS_RUNS.watch(key, settings, device, self.runs_dir, self.cluster, self, self.download_problem)
-        return Watching(partial(self.run.follow, self), settings, "joined" if joined else "started")
+        self.run, joined = self.class_runs.watch(key, settings, device, self.runs_dir, self.cluster, self, self.download_problem)
+        return Watching(partial(self.run.follow, self), settings, "joined" if joined else "started",
+                        elsewhere=isinstance(self.run, FollowedRun))
 
     def open(self, found: Run) -> Watching:
         """The room's run `found` (find_run's): joined where it trains in this web process, followed from its files
         where another one trains it, else shown from its files."""
         settings = settings_of(found)
         self._let_go()
-        self.run = CLASS_RUNS.open(found.id, self.runs_dir, self)
+        self.run = self.class_runs.open(found.id, found.config.get("run_key"), settings, self.runs_dir, self.cluster, self)
         if self.run is not None:
-            return Watching(partial(self.run.follow, self), settings, "opened")
+            return Watching(partial(self.run.follow, self), settings, "opened", elsewhere=isinstance(self.run, FollowedRun))
         if trains(self.cluster, found.id):
             return self._follow_files(found.id, settings, "opened")
         return Watching(partial(replay, found), settings, "files", run_id=found.id)

@@ -32,7 +32,6 @@ import logging
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -42,16 +41,18 @@ import panel as pn
 import tornado.web
 from bokeh.settings import settings as bokeh_settings
 from panel.io import document as panel_document
-from panel.io.document import create_doc_if_none_exists
 from panel.io.application import build_applications
+from panel.io.document import create_doc_if_none_exists
 from panel.io.notifications import NotificationArea
 from panel.theme import Bootstrap
 
 import assets
-from app.serving import limits, ready_pages, room
 from app.freed_memory import trim_freed_memory
 from app.pages import COURSE, PageInfo, available_pages
 from app.pages.thumbnails import PICTURES, shipped
+from app.serving import limits, ready_pages, room
+from app.serving.cores import share_cores
+from app.serving.web_processes import default_origins
 from widgets.pace_banner import PaceBanner
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG, deliver, session_document
@@ -464,24 +465,6 @@ def session_exception(error: BaseException) -> None:
         notifications.error(html.escape(exception_message(error)), duration=10_000)
 
 
-def share_cores() -> int:
-    """Give torch half the machine's cores (at least one) unless OMP_NUM_THREADS says otherwise; return its thread count.
-
-    The language-model work (a live run, a frontier, preference pairs) shares the process with
-    every learner's analytic pages. torch's default of one thread per core lets one run take
-    them all, and two concurrent torch jobs on a 2-core machine then ran 7x slower per step
-    (5.5 s against 0.8 s) than with one thread each. Before torch is imported the variable is
-    enough; after, torch is told directly.
-    """
-    threads = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if not threads.isdigit() or int(threads) < 1:
-        threads = str(max(1, (os.cpu_count() or 2) // 2))
-        os.environ["OMP_NUM_THREADS"] = threads
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(int(threads))
-    return int(threads)
-
-
 def log_to_stderr() -> None:
     """Send the app's own log (the "feedback_lab" logger: a job's unexpected error, with its traceback) to
     stderr with time and level, as the server's other messages go."""
@@ -625,7 +608,7 @@ def serve(
     quiet_closed_connections()
     skip_document_validation()
     pn.config.exception_handler = session_exception
-    origins = websocket_origin or [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    origins = websocket_origin or default_origins(address, port)
     room.install_token(teacher or room.TeacherToken())
     if the_room is not None:
         room.install(the_room)

@@ -1,13 +1,15 @@
-"""deploy/nginx.conf on loopback: two app processes behind nginx with ip_hash, a page and its websocket through it."""
+"""deploy/nginx.conf on loopback: two app processes behind nginx, a page and its websocket through it to one process,
+kept there by the cookie nginx sets."""
 
+import asyncio
+import json
 import re
 import subprocess
 import time
 
 import pytest
 
-from bench.servers import NGINX, free_port, loopback_config, wait_until
-
+from bench.servers import NGINX, document_roots, free_port, get_page, loopback_config, pull_document, wait_until
 
 pytestmark = [pytest.mark.server, pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")]
 
@@ -27,8 +29,11 @@ def test_a_page_and_its_websocket_through_nginx(tmp_path, app_server):
                     break
             except OSError:
                 time.sleep(0.1)
-        document = proxy.open_session("baselines")  # HTTP GET, then the websocket upgraded through nginx
-        assert "Baselines" in document
+        for _ in range(6):  # six new browsers: each page's websocket reaches the process that built the page
+            token, headers, html = get_page(proxy.url, "baselines", "")
+            document = asyncio.run(pull_document(proxy.url, "baselines", token, headers))
+            assert "Baselines" in document and headers["Cookie"].startswith("feedback_lab_process=")
+            assert {root["id"] for root in json.loads(document)["doc"]["roots"]} == document_roots(html)
         status, body = proxy.get("/")
         assert status == 200 and re.search(r'"token":"', body)
         assert proxy.get("/room?token=guessed-by-a-visitor")[0] == 403

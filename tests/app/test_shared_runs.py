@@ -6,20 +6,20 @@ import json
 import os
 import signal
 import time
-from dataclasses import replace
 
 import pytest
 
+from app.jobs.cluster import Cluster
 from app.jobs.cluster import current as current_cluster
-from app.jobs.model_jobs import LiveRun, run_steps
-from app.pages.live_run import LiveRunPage
+from app.jobs.model_jobs import run_steps
 from app.jobs.runs import list_runs, read_run, wall_pace
-from app.jobs.shared_runs import CLASS_RUNS, newest_steps, replay, run_key, start_estimate
-from app.pages.live_run.text import FINISHED, JOINED
+from app.jobs.shared_runs import CLASS_RUNS, ClassRuns, newest_steps, replay, run_key, start_estimate
+from app.pages.live_run import LiveRunPage
+from app.pages.live_run.text import ELSEWHERE, FINISHED, JOINED
 from engines.lm.settings import LMSettings
 from tests.app.test_cluster import own, pid_then_count
 
-pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
+pytestmark = pytest.mark.server  # the test session's Dask cluster: a scheduler and a worker process
 
 TINY = {"prompts": "2", "replies": "2", "T": "6", "eval_prompts": "2", "eval_replies": "2"}
 """A step of a fraction of a second on two shared cores."""
@@ -269,28 +269,51 @@ def test_the_newest_steps_are_read_from_the_end_of_a_long_file(tmp_path):
     assert newest_steps(tmp_path / "no-such-run") == []
 
 
-def test_a_run_another_web_process_trains_is_watched_from_its_files(tmp_path):
-    """A run of the same settings started outside this process's runs (as another web process of the cluster
-    would) is not trained twice: the page follows its files until it ends."""
-    pg = tiny_page(tmp_path, 30)
-    settings = replace(pg.settings(), device="cpu")
-    other = LiveRun(settings, tmp_path, current_cluster(), key=run_key(settings, "cpu"))
-    states = other.states()
-    for state in states:
-        if state.step >= 2:
-            break
+@pytest.fixture
+def other_process():
+    """Another web process of the cluster, as far as the class's runs go: a Dask client of its own on the test
+    session's scheduler (the registry tells processes apart by client) and runs of its own."""
+    cluster = Cluster(current_cluster().client.scheduler.address)
+    yield cluster, ClassRuns()
+    cluster.close()
+
+
+def page_of(process, runs_dir, steps: int) -> LiveRunPage:
+    cluster, class_runs = process
+    pg = LiveRunPage(query=TINY | {"steps": str(steps), "eval_every": str(steps)}, runs_dir=runs_dir, cluster=cluster)
+    pg.learner.class_runs = class_runs
+    return pg
+
+
+def test_a_run_is_trained_once_for_the_learners_of_two_web_processes_and_stops_when_the_last_leaves(tmp_path, other_process):
+    a, b = tiny_page(tmp_path, 400), page_of(other_process, tmp_path, 400)
     try:
-        pg.start()
-        assert "another web process" in pg.display.shared_line.object and JOINED in pg.display.shared_line.object
-        for _ in states:  # the other process reads its run to the end
-            pass
-        pg.job.run.join(60)
+        a.start()
+        b.start()  # the same settings on the other process, while a's run loads: b follows it
+        assert JOINED in b.display.shared_line.object and ELSEWHERE in b.display.shared_line.object
+        wait_for(lambda: len(b._state.metrics) >= 3)
+        assert shown_steps(b)[:3] == [1, 2, 3]
+        wait_for(lambda: CLASS_RUNS.watchers(tmp_path, current_cluster()) == {a._state.folder.name: 2}, 10)
+        b.pause()  # b alone pauses: the run trains on for a
+        wait_for(lambda: b.phase == "paused")
+        held = len(a._state.metrics)
+        wait_for(lambda: len(a._state.metrics) >= held + 2)
+        a.pause()  # every learner of the cluster has paused: the computation holds
+        (run,) = CLASS_RUNS.training(tmp_path)
+        wait_for(lambda: run.state.phase == "paused", 10)
+        b.resume()
+        a.stop()  # every learner of a's process leaves; the run trains on for b, on the other process
+        a.job.run.join(10)
+        left_at = len(b._state.metrics)
+        wait_for(lambda: len(b._state.metrics) >= left_at + 2)
+        assert len(list(tmp_path.iterdir())) == 1  # one run folder for both processes
+        b.stop()  # the last learner of the cluster leaves: the computation stops
+        no_job_left()
         (folder,) = tmp_path.iterdir()
-        assert shown_steps(pg) == list(range(1, 31)) == [m["step"] for m in read_run(folder).metrics]
-        assert "Finished: all 30 steps" in pg.display.status.object
+        assert not read_run(folder).finished
     finally:
-        states.close()
-        pg.close()
+        a.close()
+        b.close()
     no_job_left()
 
 
@@ -302,8 +325,8 @@ def test_the_wall_clock_pace_counts_the_waits_between_steps():
 
 
 def test_a_wait_is_said_as_a_person_says_it_and_the_benchmark_reads_it_back():
-    from bench.class_runs import WAIT
     from app.jobs.cluster import format_wait
+    from bench.class_runs import WAIT
 
     said = {s: format_wait(s) for s in (3, 42, 89, 151, 180, 599, 1000)}
     assert said == {3: "5 s", 42: "40 s", 89: "90 s", 151: "2 min 30 s", 180: "3 min", 599: "10 min", 1000: "17 min"}

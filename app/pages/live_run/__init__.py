@@ -18,10 +18,11 @@ from pathlib import Path
 import panel as pn
 import param
 
-from app.jobs.cluster import Cluster, current as current_cluster
+from app.jobs.cluster import Cluster
+from app.jobs.cluster import current as current_cluster
 from app.jobs.model_jobs import LiveState
 from app.jobs.runs import RUNS_DIR, is_learned
-from app.jobs.shared_runs import CLASS_RUNS, Learner, Watching, find_run, settings_of
+from app.jobs.shared_runs import Learner, Watching, find_run, settings_of
 from app.pages.live_run.figures import RunDisplay
 from app.pages.live_run.inputs import SettingsInputs
 from app.pages.live_run.runs_table import RunsTable
@@ -232,7 +233,7 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show_runs(self) -> None:
         with pn.io.hold():
-            self.runs_list.show(self.cluster.running_ids(), CLASS_RUNS.watchers(self.runs_dir))
+            self.runs_list.show(self.cluster.running_ids(), self.learner.class_runs.watchers(self.runs_dir, self.cluster))
             self._draw_overlays()
 
     def _draw_overlays(self) -> None:

@@ -66,8 +66,8 @@ FINISHED = ("This run already ran to its end on this server with exactly these s
             "yours would: it is shown from its files ({run}). Tick 'Replay a finished run at the pace it trained' "
             "before Start to watch it unfold step by step.")
 OPENED = "You are watching a run of the room as it trains. Pause holds your view only; Stop leaves it."
-ELSEWHERE = ("It trains in another web process of this server, so you watch it from its files, a step or two "
-             "behind; it stops if the learners there all leave it.")
+ELSEWHERE = ("It trains in another web process of this server, so you watch it from its files, up to a step "
+             "behind.")
 FROM_FILES = "The run {run} is shown from its files."
 LEFT = "You left the run after step {step}; it trains on for the {others} other learner(s) watching it."
 UNOPENABLE = ("The run {run!r} cannot be opened here: its reward model is gone, or its settings are beyond what "
