@@ -30,6 +30,7 @@ from app.serving.room import ROUTE as ROOM
 from app.serving.server import build_index, build_page, framed_room, route_link
 from widgets.predict import Guide
 
+
 @contextmanager
 def prompts(on: bool):
     """Every Guide made inside starts with its prompts `on` or off (off: every guarded part is shown, as once answered)."""

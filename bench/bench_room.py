@@ -21,8 +21,8 @@ import threading
 import time
 
 import numpy as np
-from bokeh.document import Document
 from bokeh.core.serialization import Serializer
+from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from app.pages import available_pages

@@ -34,8 +34,8 @@ import time
 
 import numpy as np
 
-from app.pages import available_pages
 from app.freed_memory import TRIM_SECONDS
+from app.pages import available_pages
 from bench.load_test import PageSession, resident_mb, server_log_problems, settled
 from bench.servers import Server, start_server, stop_server
 

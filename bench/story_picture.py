@@ -17,8 +17,8 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from engines.lm.settings import LMSettings
 from bench.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
+from engines.lm.settings import LMSettings
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
 RUNS = ((0.0, "β = 0: no KL penalty"), (LMSettings().beta, f"β = {LMSettings().beta:g}: the page's default"))

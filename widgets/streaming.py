@@ -30,7 +30,6 @@ from functools import partial
 import panel as pn
 from panel.io.state import set_curdoc
 
-
 LOG = logging.getLogger("feedback_lab")
 """The app's logger: a job's unexpected error goes here with its traceback."""
 TIME_LIMIT = "This computation was stopped after {seconds:g} s, the server's limit per job; ask for fewer samples."

@@ -13,13 +13,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from app.cli.options import add_settings_options, settings_from_args
+from app.jobs.runs import RUNS_DIR, RunWriter, new_run_id, run_config
 from engines.lm.models import ModelNotAvailable
 from engines.lm.reinforce import LMRun
 from engines.lm.results import EvalResult, format_eval, format_worked_example, worked_example
 from engines.lm.settings import LMSettings
-
-from app.cli.options import add_settings_options, settings_from_args
-from app.jobs.runs import RUNS_DIR, RunWriter, new_run_id, run_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

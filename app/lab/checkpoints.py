@@ -33,12 +33,31 @@ import torch.nn.functional as F
 from app.jobs.runs import REWARD_MODELS, RUNS_DIR
 from engines.bradley_terry import Normalizer
 from engines.lm.preferences import PreferencePairs, split_pairs
-from engines.lm.reward_model import (PROBE_PROMPT, RewardModelSettings, TrainedRewardModel, iter_tau_sweep, load_reward_model,
-                                     probe, save_reward_model, train_reward_model)
+from engines.lm.reward_model import (
+    PROBE_PROMPT,
+    RewardModelSettings,
+    TrainedRewardModel,
+    iter_tau_sweep,
+    load_reward_model,
+    probe,
+    save_reward_model,
+    train_reward_model,
+)
 from engines.lm.settings import REWARD_PREFIX
-from engines.policy_gradient import batch_mean_baseline, reinforce_loss as project_reinforce_loss, returns_to_go as project_returns
-from engines.toy_target import (ToyTargetSettings, batch_estimates, draw_target, exact_gradient, exact_variances,
-                                expected_reward, sample, token_logprobs, token_rewards)
+from engines.policy_gradient import batch_mean_baseline
+from engines.policy_gradient import reinforce_loss as project_reinforce_loss
+from engines.policy_gradient import returns_to_go as project_returns
+from engines.toy_target import (
+    ToyTargetSettings,
+    batch_estimates,
+    draw_target,
+    exact_gradient,
+    exact_variances,
+    expected_reward,
+    sample,
+    token_logprobs,
+    token_rewards,
+)
 
 ALPHA = 1e-3
 """Chance that a Monte Carlo check fails a correct answer, over all the numbers it compares."""

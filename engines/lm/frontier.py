@@ -29,8 +29,8 @@ import numpy as np
 import torch
 
 from engines.lm.models import load_causal_lm, resolve_device
-from engines.lm.sampling import context_length, run_prompts, sample_per_prompt
 from engines.lm.rewards import load_reward
+from engines.lm.sampling import context_length, run_prompts, sample_per_prompt
 from engines.lm.settings import LMFrontierSettings
 
 ROWS = 256

@@ -50,7 +50,6 @@ from engines.lm.sampling import (
 from engines.lm.settings import LMSettings
 from engines.policy_gradient import group_advantages, returns_to_go, shaped_rewards
 
-
 # ----------------------------------------------------------------------------- the pieces of one step
 
 def reply_advantages(r: torch.Tensor, K: int, advantage: str = "loo") -> tuple[torch.Tensor, torch.Tensor]:

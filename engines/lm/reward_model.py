@@ -30,8 +30,8 @@ from torch import nn
 
 from engines.bradley_terry import Normalizer, bt_loss, fit_normalizer, oracle_accuracy
 from engines.lm.models import ModelNotAvailable, from_pretrained, transformers_classes
-from engines.lm.settings import REWARD_PREFIX
 from engines.lm.preferences import TAU_LABEL, PreferencePairs, gold_score, prompt_table, relabel, split_pairs
+from engines.lm.settings import REWARD_PREFIX
 from engines.settings import finite, require
 
 PAD, UNKNOWN, READOUT = 0, 1, 2

@@ -16,8 +16,17 @@ import cloudpickle
 import pytest
 
 from app.jobs import cluster as cluster_module
-from app.jobs.cluster import (JOB_NICENESS, RUNS_PER_DEVICE, Cluster, Paused, Queued, Started, TakeTurns, current,
-                         slots_from_environment)
+from app.jobs.cluster import (
+    JOB_NICENESS,
+    RUNS_PER_DEVICE,
+    Cluster,
+    Paused,
+    Queued,
+    Started,
+    TakeTurns,
+    current,
+    slots_from_environment,
+)
 from app.jobs.model_jobs import Failed, LiveRun, TrainingView, train_reward_model
 from app.jobs.runs import read_run
 from app.jobs.scheduler_upkeep import (
@@ -28,10 +37,10 @@ from app.jobs.scheduler_upkeep import (
     ForgetFinishedSpans,
     ForgetOrphanedStreams,
 )
+from bench.servers import wait_until
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
-from bench.servers import wait_until
 
 pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
 

@@ -1,6 +1,5 @@
 """A worker thread's snapshots reach a live Bokeh server session, even while its event loop holds the document."""
 
-import pytest
 import asyncio
 import queue
 import sys
@@ -9,6 +8,7 @@ import urllib.request
 from contextlib import contextmanager
 
 import bokeh.io.doc
+import pytest
 from bokeh.application import Application
 from bokeh.application.handlers.function import FunctionHandler
 from bokeh.server.server import Server

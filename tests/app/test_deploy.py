@@ -27,8 +27,8 @@ from app.jobs.runs import read_run
 from app.jobs.scheduler_upkeep import HISTORY
 from app.serving.room import TOKEN_VARIABLE
 from bench.load_test import ROOM_GUIDE, Classroom, PageSession, keyed
-from tests.app.test_cluster import scheduler_histories
 from bench.servers import NGINX, ROOT, answers, free_port, loopback_config, start_server, stop_server, wait_until
+from tests.app.test_cluster import scheduler_histories
 
 pytestmark = [pytest.mark.server, pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")]
 

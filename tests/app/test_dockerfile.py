@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.servers import ROOT, Server, free_port, stop_server, wait_for_health
 from tests.packaging import build_wheel, fresh_venv, install, run_env
-from bench.servers import ROOT, Server, stop_server, wait_for_health
-from bench.servers import free_port
 
 pytestmark = pytest.mark.slow  # every test here builds the wheel
 

@@ -19,11 +19,10 @@ import app.pages.bandit as bandit
 import app.pages.bandit.jobs as bandit_jobs
 import app.pages.token_world as token_world
 import app.pages.toy_target as toy_target
+from app.pages import PageInfo
 from app.serving import limits, server
 from app.serving.limits import ServerLimits
-from app.pages import PageInfo
-from bench.servers import open_session_document
-from bench.servers import serving_in_process
+from bench.servers import open_session_document, serving_in_process
 from widgets.streaming import FAILED, THREAD_NAME, TIME_LIMIT, StreamingRun
 
 

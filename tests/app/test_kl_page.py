@@ -21,8 +21,8 @@ from engines.kl_optimal import (
     sampled_frontier,
     without_word,
 )
-from widgets.style import OKABE_ITO
 from widgets.downloads import source_csv
+from widgets.style import OKABE_ITO
 
 
 def test_default_page_is_the_seed_beta_and_exchange_rate():

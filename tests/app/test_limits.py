@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from app.serving import limits
 from app.cli import build_parser
 from app.jobs.cluster import RUNS_PER_DEVICE
+from app.serving import limits
 from app.serving.limits import ServerLimits, SessionCount, from_environment
 from app.serving.server import FULL
 

@@ -16,20 +16,20 @@ import pytest
 
 from app.cli import main as cli
 from app.jobs.cluster import current as current_cluster
-from app.serving.limits import LIMITED
 from app.jobs.model_jobs import LiveState, live_snapshots
-from app.pages.live_run import LiveRunPage, page
 from app.jobs.runs import REWARD_MODELS, RunWriter, read_run
 from app.jobs.shared_runs import Watching
-from engines.lm.models import EMBEDDED_DIR
-from engines.lm.results import EvalResult, Sample, StepResult, worked_example
-from engines.lm.settings import LMSettings, default_lr
-from engines.snapshots import Waiting
+from app.pages.live_run import LiveRunPage, page
 from app.pages.live_run import evaluation as run_evaluation
 from app.pages.live_run.evaluation import RunEvaluation
 from app.pages.live_run.replies import RATIO_PALETTE, ratio_colours
 from app.pages.live_run.status import status_html
 from app.pages.live_run.text import ELSEWHERE, JOINED, watching_sentence
+from app.serving.limits import LIMITED
+from engines.lm.models import EMBEDDED_DIR
+from engines.lm.results import EvalResult, Sample, StepResult, worked_example
+from engines.lm.settings import LMSettings, default_lr
+from engines.snapshots import Waiting
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
 """A run of a second or two on two shared cores: evaluations at steps 0, 2 and 3."""

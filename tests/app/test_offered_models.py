@@ -19,10 +19,10 @@ from huggingface_hub import constants
 
 from app.cli import main as cli
 from app.jobs.model_jobs import ONE_DOWNLOAD
-from app.serving.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment, offer_menu
+from app.jobs.runs import read_run
 from app.pages.kl import KLPage
 from app.pages.live_run import LiveRunPage
-from app.jobs.runs import read_run
+from app.serving.offered import DISK_SPARE_BYTES, Offer, check_offer, from_environment, offer_menu
 from engines.lm.models import DownloadStopped, is_local
 from engines.lm.settings import EMBEDDED_DIR
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from app.pages import available_pages
-from tests.packaging import build_wheel, fresh_venv, install, run_env
 from bench.servers import CHROMIUM, CHROMIUM_ARGS, ROOT, Server, free_port, stop_server, wait_for_health
+from tests.packaging import build_wheel, fresh_venv, install, run_env
 
 pytestmark = pytest.mark.slow  # every test here builds the wheel
 

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 
 from app.pages.preferences import PreferencesPage, page
-from app.pages.preferences.figures import (GAP_AXIS, SEED_GAPS, TAU_AXIS, ceiling_columns, frequency_columns, gap_population,
-                                           labelled_set, probability_columns)
+from app.pages.preferences.figures import (
+    GAP_AXIS,
+    SEED_GAPS,
+    TAU_AXIS,
+    ceiling_columns,
+    frequency_columns,
+    gap_population,
+    labelled_set,
+    probability_columns,
+)
 from engines.bradley_terry import LabelledSetSettings, accuracy_vs_tau, bt_prob, oracle_accuracy
 
 

@@ -5,17 +5,17 @@ ahead, opens pages as a browser does (the GET, whose HTML carries the session's 
 websocket and the document) and reads which sessions are waiting from the server's `READY`.
 """
 
-import pytest
 import asyncio
 import json
 from contextlib import contextmanager
 
+import pytest
 from bokeh.util.token import get_session_id
 from tornado.websocket import websocket_connect
 
+from app.pages import available_pages, baselines
 from app.serving import limits, ready_pages, server
 from app.serving.limits import ServerLimits
-from app.pages import available_pages, baselines
 from bench.servers import _read_message, page_token, pull_document, serving_in_process, wait_until
 
 READY = [f"/{info.route}" for info in available_pages() if info.ready_ahead]

@@ -7,26 +7,34 @@ so that they train in a second or two; one test generates pairs with the embedde
 import os
 import signal
 import time
-
-import numpy as np
-import pytest
-
-import app.pages.reward_model as rm
-import app.pages.reward_model.jobs as rm_jobs
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
+import pytest
 from bokeh.document import Document
 
+import app.pages.reward_model as rm
+import app.pages.reward_model.jobs as rm_jobs
 from app.jobs.cluster import Queued, current
 from app.jobs.model_cache import ModelCache
 from app.jobs.model_jobs import TrainingView, generate_pairs, pairs_key
+from app.jobs.runs import learned_rewards
 from app.pages.reward_model.figures import GAP_AXIS, PROBE_COLUMNS, TrainingDisplay, pairs_page, probability_curve
 from app.pages.reward_model.preference_html import pairs_summary
 from app.pages.reward_model.text import READINGS, file_source
-from app.jobs.runs import learned_rewards
 from engines.bradley_terry import bt_prob, oracle_accuracy
-from engines.lm.preferences import BUNDLED_PAIRS, PairSettings, PreferencePairs, gold_score, label_pairs, load_pairs, make_pairs, relabel, split_pairs
+from engines.lm.preferences import (
+    BUNDLED_PAIRS,
+    PairSettings,
+    PreferencePairs,
+    gold_score,
+    label_pairs,
+    load_pairs,
+    make_pairs,
+    relabel,
+    split_pairs,
+)
 from engines.lm.reward_model import load_reward_model, probe_rows, tau_sweep, train_reward_model
 
 pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)

@@ -12,14 +12,14 @@ import re
 import pytest
 from bokeh.util.token import generate_jwt_token, generate_session_id
 
-from app.serving import room as room_module
 from app.jobs.cluster import current
-from app.serving.limits import ServerLimits
 from app.pages import room as room_page
 from app.pages.bandit import BASELINE_EFFECT, WHICH_ARM
+from app.pages.room.class_runs import ClassRunsPlot, RunLine
+from app.serving import room as room_module
+from app.serving.limits import ServerLimits
 from app.serving.room import REFUSED, Counts, LocalBoard, Pace, Room, SchedulerBoard, TeacherToken, pace_for, read_pace
 from bench.servers import page_token, pull_document, serving_in_process, wait_until
-from app.pages.room.class_runs import ClassRunsPlot, RunLine
 from widgets.predict import Guide, PredictionCard
 
 TOKEN = "a-teachers-token-for-the-tests"

@@ -154,10 +154,9 @@ def _raised(error: BaseException) -> BaseException:
 
 
 def test_a_websocket_closed_mid_message_is_one_info_line_and_other_errors_keep_their_traceback():
+    from bokeh.server.connection import ServerConnection
     from tornado.iostream import StreamClosedError
     from tornado.websocket import WebSocketClosedError
-
-    from bokeh.server.connection import ServerConnection
 
     from app.serving.server import ClosedConnectionFilter
 

@@ -5,8 +5,8 @@ import asyncio
 
 import panel as pn
 
-from app.serving.limits import ServerLimits
 from app.pages import available_pages
+from app.serving.limits import ServerLimits
 from bench.servers import page_token, pull_document, serving_in_process, wait_until
 
 

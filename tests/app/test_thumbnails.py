@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 import assets
 from app.cli import main
 from app.pages import COURSE, PAGE_ORDER, available_pages
-from app.serving.server import course_html, route_link
 from app.pages.thumbnails import PICTURES, shipped
+from app.serving.server import course_html, route_link
 
 
 def test_the_shipped_pictures_are_what_the_command_draws_now(tmp_path, capsys):

@@ -27,8 +27,8 @@ from distributed.security import Security
 from app.jobs.cluster import SchedulerUnreachable, check_tls_settings, refusal
 from app.serving.room import TOKEN_VARIABLE
 from bench.load_test import PageSession
-from tests.app.test_deploy import RUN, SERVICES, TEACHER_TOKEN, command, finished_runs
 from bench.servers import ROOT, free_port, start_server, stop_server, wait_until
+from tests.app.test_deploy import RUN, SERVICES, TEACHER_TOKEN, command, finished_runs
 
 pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
 

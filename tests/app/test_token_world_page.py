@@ -12,6 +12,7 @@ from app.pages.token_world import (
     page,
     reply_tokens,
 )
+from app.pages.token_world.figures import critic_columns
 from engines.token_world import (
     CHAPTER_REPLY,
     TokenWorldSettings,
@@ -21,7 +22,6 @@ from engines.token_world import (
     token_values,
 )
 from engines.token_world_training import train_token_world
-from app.pages.token_world.figures import critic_columns
 
 
 def test_default_page_shows_the_seed_world():

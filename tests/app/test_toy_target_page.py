@@ -14,7 +14,6 @@ from app.pages.toy_target import (
     coordinate,
     page,
 )
-from engines.toy_target import draw_batches
 from app.pages.toy_target.figures import (
     COLOURS,
     coordinate_numbers,
@@ -29,8 +28,9 @@ from engines.toy_target import (
     ESTIMATORS,
     THETA,
     Batches,
-    TrainingSnapshot,
     ToyTargetSettings,
+    TrainingSnapshot,
+    draw_batches,
     draw_target,
     exact_gradient,
     exact_variances,

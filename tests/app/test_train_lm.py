@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.jobs.runs import list_runs, read_jsonl, read_run
 from app.cli.train_lm import main
+from app.jobs.runs import list_runs, read_jsonl, read_run
 from engines.lm.results import EvalResult
 
 ROOT = Path(__file__).resolve().parents[2]

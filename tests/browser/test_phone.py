@@ -6,7 +6,6 @@ from playwright.sync_api import expect
 from app.pages import available_pages
 from bench.page_layout import ANALYTIC, FIRST_SLIDER_AND_PLOT
 
-
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 3}
 """An iPhone 13's screen in CSS pixels, with its pixel ratio; mobile emulation makes Chromium honour the viewport meta tag."""
 HEADER_SHARE = 0.15

@@ -8,11 +8,11 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from app.pages.token_world import TokenWorldPage
+from app.pages.token_world.figures import critic_columns
 from app.pages.token_world.text import summary_text
+from bench.servers import wait_until
 from engines.token_world import TokenWorldSettings, gae_decomposition_exact, token_values
 from engines.token_world_training import train_token_world
-from app.pages.token_world.figures import critic_columns
-from bench.servers import wait_until
 
 
 def expected_sentence(T=6, threshold=4, p_a=0.6, lam=0.95, critic_noise=0.15, gamma=1.0, seed=0):

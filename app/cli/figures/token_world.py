@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import dataclass, fields
+
+import numpy as np
 
 from engines.policy_gradient import returns_to_go
 from engines.token_world import TokenWorldSettings, gae_decomposition_exact, gae_decomposition_mc, one_episode, token_values

@@ -7,9 +7,8 @@ import math
 import numpy as np
 
 from app.cli.figures.text import table
-from engines.toy_target import ESTIMATORS, run_training, variance_experiment
+from engines.toy_target import ESTIMATORS, draw_target, run_training, variance_experiment
 from engines.toy_target import ToyTargetSettings as Settings
-from engines.toy_target import draw_target
 
 
 def _sd_with_se(x: np.ndarray) -> tuple[float, float]:

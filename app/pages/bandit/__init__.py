@@ -16,17 +16,47 @@ import param
 from bokeh.models import ColumnDataSource
 
 from app.pages.bandit.figures import (
-    curve_columns, estimate_numbers, estimate_plots, gradient_columns, histogram_plot, marks_columns, rule, sweep_columns,
-)
-from app.pages.bandit.text import (
-    ARM_CHOICES, ARM_EXPLANATION, ARM_QUESTION, EQUATION, ESTIMATE_HEADING, INTRO, METRICS, NOTICE,
-    POLICY_CHOICES, POLICY_HEADING, PREDICT, PREDICT_CHOICES, PREDICT_EXPLANATION, SECTIONS, WHY, summary_text,
+    curve_columns,
+    estimate_numbers,
+    estimate_plots,
+    gradient_columns,
+    histogram_plot,
+    marks_columns,
+    rule,
+    sweep_columns,
 )
 from app.pages.bandit.jobs import BanditTraining
+from app.pages.bandit.text import (
+    ARM_CHOICES,
+    ARM_EXPLANATION,
+    ARM_QUESTION,
+    EQUATION,
+    ESTIMATE_HEADING,
+    INTRO,
+    METRICS,
+    NOTICE,
+    POLICY_CHOICES,
+    POLICY_HEADING,
+    PREDICT,
+    PREDICT_CHOICES,
+    PREDICT_EXPLANATION,
+    SECTIONS,
+    WHY,
+    summary_text,
+)
 from app.serving.results_cache import RESULTS
 from engines.bandit import (
-    MEANS, BanditSettings, BanditTrainingSettings, arm_sums_of_noise, coordinate_histograms, exact_gradient,
-    expected_return, noise_sums, one_sample_arms, optimal_baseline, summarise_sums,
+    MEANS,
+    BanditSettings,
+    BanditTrainingSettings,
+    arm_sums_of_noise,
+    coordinate_histograms,
+    exact_gradient,
+    expected_return,
+    noise_sums,
+    one_sample_arms,
+    optimal_baseline,
+    summarise_sums,
 )
 from widgets.explorable import figure_first
 from widgets.headings import section_heading

@@ -13,8 +13,19 @@ from bokeh.models import ColumnDataSource
 
 from app.pages.baselines.figures import estimates_figure, line_columns, point_columns
 from app.pages.baselines.text import (
-    DEMO_HEADING, EQUATION, INTRO, METRICS, NOTICE, PREDICT, PREDICT_CHOICES, PREDICT_EXPLANATION, TABLE_HEADING, WHY,
-    shift_card_text, summary_text, table_markdown,
+    DEMO_HEADING,
+    EQUATION,
+    INTRO,
+    METRICS,
+    NOTICE,
+    PREDICT,
+    PREDICT_CHOICES,
+    PREDICT_EXPLANATION,
+    TABLE_HEADING,
+    WHY,
+    shift_card_text,
+    summary_text,
+    table_markdown,
 )
 from engines.two_action import R1, R2, TwoActionDemoSettings, two_action_estimates
 from widgets.downloads import plot_with_downloads

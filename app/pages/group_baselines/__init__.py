@@ -15,9 +15,24 @@ from bokeh.models import ColumnDataSource
 
 from app.pages.group_baselines.figures import bar_columns, bars_figure, exact_metrics
 from app.pages.group_baselines.jobs import GroupTrainingRuns
-from app.pages.group_baselines.text import (EQUATION, EXAMPLE_NOTE, INTRO, METRICS, NOTICE, PREDICT, SECTIONS, UNBIASED_ANSWER,
-                                            UNBIASED_CHOICES, UNBIASED_EXPLANATION, UPDATES_TITLE, VARIANCE_TITLE, WHY,
-                                            example_table_html, no_signal_card, summary_text)
+from app.pages.group_baselines.text import (
+    EQUATION,
+    EXAMPLE_NOTE,
+    INTRO,
+    METRICS,
+    NOTICE,
+    PREDICT,
+    SECTIONS,
+    UNBIASED_ANSWER,
+    UNBIASED_CHOICES,
+    UNBIASED_EXPLANATION,
+    UPDATES_TITLE,
+    VARIANCE_TITLE,
+    WHY,
+    example_table_html,
+    no_signal_card,
+    summary_text,
+)
 from app.pages.toy_target.text import TABLE_CSS
 from app.serving import limits
 from engines.group_baselines import GroupBaselinesSettings, exact_moments

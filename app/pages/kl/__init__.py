@@ -15,12 +15,24 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app.jobs.cluster import Cluster, current as current_cluster
+from app.jobs.cluster import Cluster
+from app.jobs.cluster import current as current_cluster
 from app.jobs.model_jobs import LM_SOURCE, live_runs, run_source
 from app.pages.kl import text
-from app.pages.kl.figures import (beta_format, beta_of, best_reachable, distribution_columns, distribution_figures,
-                                  frontier_columns, frontier_figure, moving_rules, pair_columns, pair_figure, reply_space,
-                                  two_replies_logp)
+from app.pages.kl.figures import (
+    best_reachable,
+    beta_format,
+    beta_of,
+    distribution_columns,
+    distribution_figures,
+    frontier_columns,
+    frontier_figure,
+    moving_rules,
+    pair_columns,
+    pair_figure,
+    reply_space,
+    two_replies_logp,
+)
 from app.pages.kl.jobs import SampledFrontierJob
 from engines.kl_optimal import FrontierSettings, optimal_policy
 from engines.lm.settings import LMFrontierSettings

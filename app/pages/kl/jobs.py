@@ -18,7 +18,8 @@ from app.jobs.cluster import Cluster
 from app.jobs.model_jobs import FrontierView, frontier_views, run_source
 from app.pages.kl import text
 from app.pages.kl.figures import frontier_columns, lm_figure, lm_view_end, run_columns
-from app.serving.offered import current as current_offer, source_problem
+from app.serving.offered import current as current_offer
+from app.serving.offered import source_problem
 from engines.kl_optimal import SampledFrontier
 from engines.lm.settings import LMFrontierSettings
 from widgets.downloads import plot_with_downloads

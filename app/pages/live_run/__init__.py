@@ -27,11 +27,29 @@ from app.pages.live_run.figures import RunDisplay
 from app.pages.live_run.inputs import SettingsInputs
 from app.pages.live_run.runs_table import RunsTable
 from app.pages.live_run.status import idle_html
-from app.pages.live_run.text import (ADVANTAGE_LABELS, COMPARE, CURVE_TITLE, EQUATION, INTRO, LEFT, METRICS, NOTICE, PREDICT,
-                                     PREDICT_CHOICES, PREDICT_EXPLANATION, RUN_NAME_PATTERN, SECTIONS, SETTINGS_TITLE, UNOPENABLE,
-                                     WHY, watching_sentence)
-from app.serving.limits import bound_controls, clamp_query, current as current_limits
-from app.serving.offered import current as current_offer, download_problem, offer_menu, reward_options, start_problem
+from app.pages.live_run.text import (
+    ADVANTAGE_LABELS,
+    COMPARE,
+    CURVE_TITLE,
+    EQUATION,
+    INTRO,
+    LEFT,
+    METRICS,
+    NOTICE,
+    PREDICT,
+    PREDICT_CHOICES,
+    PREDICT_EXPLANATION,
+    RUN_NAME_PATTERN,
+    SECTIONS,
+    SETTINGS_TITLE,
+    UNOPENABLE,
+    WHY,
+    watching_sentence,
+)
+from app.serving.limits import bound_controls, clamp_query
+from app.serving.limits import current as current_limits
+from app.serving.offered import current as current_offer
+from app.serving.offered import download_problem, offer_menu, reward_options, start_problem
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.explorable import Fold, figure_first

@@ -13,10 +13,10 @@ from functools import cached_property
 
 import panel as pn
 
+from app.pages.live_run.replies import CSS, eval_lines_html, eval_table_html, worked_example_html
 from engines.lm.results import EvalResult, worked_example
 from engines.lm.settings import LMSettings
 from widgets.headings import section_heading
-from app.pages.live_run.replies import CSS, eval_lines_html, eval_table_html, worked_example_html
 
 NO_EXAMPLE = '<p class="fl-caption">The worked example appears after the first evaluation.</p>'
 

@@ -17,12 +17,14 @@ from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, DataRange1d, HoverTool
 
 from app.jobs.model_jobs import LiveState, run_label
-from app.pages.live_run.evaluation import RunEvaluation
-from app.pages.live_run.replies import CSS as RUN_CSS, ratio_scale_html, samples_html
-from app.pages.live_run.status import CSS as STATUS_CSS, idle_html, queue_html, shared_html, status_html
-from app.pages.live_run.text import GOODHART
 from app.jobs.runs import Run, columns_of, overlay_columns, wall_pace
 from app.jobs.shared_runs import PACE_STEPS
+from app.pages.live_run.evaluation import RunEvaluation
+from app.pages.live_run.replies import CSS as RUN_CSS
+from app.pages.live_run.replies import ratio_scale_html, samples_html
+from app.pages.live_run.status import CSS as STATUS_CSS
+from app.pages.live_run.status import idle_html, queue_html, shared_html, status_html
+from app.pages.live_run.text import GOODHART
 from widgets.glyphs import lean_figure
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import panel as pn
+
 # Panel sends a component's script with every page once its model is registered: the table is built when its tab
 # first opens, after the browser was sent the page's scripts, and would have none to draw it on a fresh server.
 import panel.models.tabulator  # noqa: F401

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 
-
 CSS = """
 .fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
 .fl-queue { margin: 0 0.6em; opacity: 0.85; }

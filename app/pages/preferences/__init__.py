@@ -12,11 +12,33 @@ from __future__ import annotations
 import panel as pn
 from bokeh.models import ColumnDataSource, Span
 
-from app.pages.preferences.figures import (ceiling_columns, ceiling_figure, frequency_columns, gap_population, labelled_set,
-                                           probability_columns, probability_figure)
-from app.pages.preferences.text import (CEILING_QUESTION, CEILING_TITLE, COMPARE_CHOICES, COMPARE_EXPLANATION, COMPARE_QUESTION,
-                                        EQUATION, GAP_CHOICES, GUARDED_NOTE, INTRO, METRICS, NOTICE, PROBABILITY_TITLE, WHY,
-                                        ceiling_choices, check_yourself_text, summary_text)
+from app.pages.preferences.figures import (
+    ceiling_columns,
+    ceiling_figure,
+    frequency_columns,
+    gap_population,
+    labelled_set,
+    probability_columns,
+    probability_figure,
+)
+from app.pages.preferences.text import (
+    CEILING_QUESTION,
+    CEILING_TITLE,
+    COMPARE_CHOICES,
+    COMPARE_EXPLANATION,
+    COMPARE_QUESTION,
+    EQUATION,
+    GAP_CHOICES,
+    GUARDED_NOTE,
+    INTRO,
+    METRICS,
+    NOTICE,
+    PROBABILITY_TITLE,
+    WHY,
+    ceiling_choices,
+    check_yourself_text,
+    summary_text,
+)
 from engines.bradley_terry import LabelledSetSettings, oracle_accuracy
 from widgets.downloads import plot_with_downloads
 from widgets.explorable import figure_first

@@ -12,8 +12,14 @@ from statistics import NormalDist
 import numpy as np
 from bokeh.models import ColumnDataSource, Span
 
-from engines.bradley_terry import (BradleyTerrySettings, LabelledSetSettings, accuracy_vs_tau, bt_prob, oracle_accuracy,
-                                   sample_labels)
+from engines.bradley_terry import (
+    BradleyTerrySettings,
+    LabelledSetSettings,
+    accuracy_vs_tau,
+    bt_prob,
+    oracle_accuracy,
+    sample_labels,
+)
 from widgets.style import OKABE_ITO, plot
 
 SEED_GAPS = np.array(BradleyTerrySettings.gaps)

@@ -20,14 +20,27 @@ import panel as pn
 import param
 
 import app.jobs.runs as runs
-from app.jobs.cluster import Cluster, current as current_cluster
+from app.jobs.cluster import Cluster
+from app.jobs.cluster import current as current_cluster
 from app.jobs.model_cache import MODELS, ModelCache
 from app.jobs.model_jobs import pairs_key
 from app.pages.reward_model.figures import PairsDisplay, TrainingDisplay, probability_curve
-from app.pages.reward_model.pairs_files import PairsFiles
 from app.pages.reward_model.jobs import PairsSampling, RewardModelTraining, TauSweep
-from app.pages.reward_model.text import (CHECK_CHOICES, CHECK_QUESTION, EQUATION, INTRO, NOTICE, SECTIONS, TRAINING_INTRO, WHY, check_yourself_text,
-                                         file_source, sampled_source, saved_model_text)
+from app.pages.reward_model.pairs_files import PairsFiles
+from app.pages.reward_model.text import (
+    CHECK_CHOICES,
+    CHECK_QUESTION,
+    EQUATION,
+    INTRO,
+    NOTICE,
+    SECTIONS,
+    TRAINING_INTRO,
+    WHY,
+    check_yourself_text,
+    file_source,
+    sampled_source,
+    saved_model_text,
+)
 from engines.lm.preferences import PairSettings, PreferencePairs, relabel
 from engines.lm.reward_model import RewardModelSettings
 from widgets.explorable import figure_first

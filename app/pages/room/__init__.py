@@ -25,14 +25,16 @@ from pathlib import Path
 
 import panel as pn
 
-from app.jobs.cluster import Cluster, current as current_cluster
-from app.pages import available_pages
-from app.serving.room import Counts, Room, current as current_room, pace_for
+from app.jobs.cluster import Cluster
+from app.jobs.cluster import current as current_cluster
 from app.jobs.runs import RUNS_DIR, Run, RunsFolder, run_status
+from app.pages import available_pages
 from app.pages.room.class_runs import ClassRunsPlot, RunLine
+from app.pages.room.tally import TallyBoard, card_rows
+from app.serving.room import Counts, Room, pace_for
+from app.serving.room import current as current_room
 from widgets.headings import section_heading
 from widgets.streaming import deliver, session_document
-from app.pages.room.tally import TallyBoard, card_rows
 
 TITLE = "The room"
 RUNS_SECONDS = 2.0

@@ -18,13 +18,39 @@ import param
 from bokeh.models import ColumnDataSource
 
 from app.pages.token_world.figures import (
-    SLIGHT_NOISE, critic_columns, decomposition_columns, episode_columns, episode_path, heat_map, lambda_panels,
-    show_heat_axes, show_lambda_axes, start_readings, value_cells,
+    SLIGHT_NOISE,
+    critic_columns,
+    decomposition_columns,
+    episode_columns,
+    episode_path,
+    heat_map,
+    lambda_panels,
+    show_heat_axes,
+    show_lambda_axes,
+    start_readings,
+    value_cells,
 )
 from app.pages.token_world.jobs import MonteCarloCheck, TrainingComparison
 from app.pages.token_world.text import (
-    DECOMPOSITION, EPISODE_CSS, EPISODE_HEADING, EQUATION, INTRO, LAMBDA_HEADING, LAMBDA_INTRO, NOTICE, PREDICT,
-    PREDICT_CHOICES, PREDICT_EXPLANATION, READINGS, SECTIONS, THRESHOLD_CLAMPED, WHY, episode_note, episode_table_html, lambda_zero_text, summary_text,
+    DECOMPOSITION,
+    EPISODE_CSS,
+    EPISODE_HEADING,
+    EQUATION,
+    INTRO,
+    LAMBDA_HEADING,
+    LAMBDA_INTRO,
+    NOTICE,
+    PREDICT,
+    PREDICT_CHOICES,
+    PREDICT_EXPLANATION,
+    READINGS,
+    SECTIONS,
+    THRESHOLD_CLAMPED,
+    WHY,
+    episode_note,
+    episode_table_html,
+    lambda_zero_text,
+    summary_text,
 )
 from app.serving import limits
 from app.serving.results_cache import RESULTS

@@ -14,7 +14,12 @@ import param
 from bokeh.models import ColumnDataSource
 
 from app.pages.token_world.figures import (
-    decomposition_columns, monte_carlo_gap, training_columns, training_curve_data, training_figure, training_progress,
+    decomposition_columns,
+    monte_carlo_gap,
+    training_columns,
+    training_curve_data,
+    training_figure,
+    training_progress,
 )
 from app.pages.token_world.text import MC_STALE, TRAINING_INTRO, mc_checked_text, mc_sampling_text, training_note, training_table
 from app.serving.results_cache import RESULTS

@@ -21,9 +21,27 @@ from bokeh.models import ColumnDataSource, Span
 
 from app.pages.toy_target.figures import coordinate_numbers, hist_figure, histogram_columns
 from app.pages.toy_target.jobs import EstimateBatches, TrainingRuns
-from app.pages.toy_target.text import (COMPARED_LABEL, EQUATION, FIGURE2_TITLE, INTRO, METRICS, NOTICE, PREDICT, RANKING_ANSWER,
-                                       RANKING_CHOICES, RANKING_EXPLANATION, SECTIONS, START_CHOICES, START_QUESTION,
-                                       VARIANCE_HEADING, VARIANCE_NOTE, WHY, check_yourself_text, seed_note_text, summary_text)
+from app.pages.toy_target.text import (
+    COMPARED_LABEL,
+    EQUATION,
+    FIGURE2_TITLE,
+    INTRO,
+    METRICS,
+    NOTICE,
+    PREDICT,
+    RANKING_ANSWER,
+    RANKING_CHOICES,
+    RANKING_EXPLANATION,
+    SECTIONS,
+    START_CHOICES,
+    START_QUESTION,
+    VARIANCE_HEADING,
+    VARIANCE_NOTE,
+    WHY,
+    check_yourself_text,
+    seed_note_text,
+    summary_text,
+)
 from app.serving import limits
 from engines.toy_target import ESTIMATORS, LAB_T, LAB_V, ToyTargetSettings, coordinate, draw_target
 from widgets.downloads import plot_with_downloads

@@ -14,8 +14,14 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app.pages.toy_target.figures import (identity_columns, mean_columns, scatter_figure, training_columns, training_figure,
-                                          variance_columns)
+from app.pages.toy_target.figures import (
+    identity_columns,
+    mean_columns,
+    scatter_figure,
+    training_columns,
+    training_figure,
+    variance_columns,
+)
 from app.pages.toy_target.text import MEANS_TITLE, TABLE_CSS, training_html, variance_table_html
 from engines.toy_target import ESTIMATORS, Batches, ToyTargetSettings, TrainingSnapshot, draw_batches, train
 from widgets.downloads import csv_download, plot_with_downloads

@@ -18,7 +18,6 @@ from engines.lm.preferences import BUNDLED_PAIRS, load_pairs, relabel
 from engines.lm.reward_model import RewardModelSettings, load_reward_model, train_reward_model
 from engines.toy_target import sample, token_logprobs
 
-
 # --- the seed's answers (section 5's code, section 8's loss) ------------------------------------------------------
 
 def returns_to_go(rewards):

@@ -11,8 +11,8 @@ from hypothesis.extra.numpy import arrays
 
 from engines.kl_optimal import ReplySpaceSettings, enumerate_replies, frontier_reward_at, optimal_policy, sampled_frontier
 from engines.lm.frontier import LMFrontier, LMFrontierSettings, lm_frontier
-from engines.lm.sampling import prompt_ids, sample_per_prompt
 from engines.lm.review_corpus import bundled_prompts
+from engines.lm.sampling import prompt_ids, sample_per_prompt
 from tests.engines.lm.tiny_models import EOS, Length, huge_eos_gpt2, tiny_gpt2
 
 BETAS = np.geomspace(1e-2, 1e2, 41)

@@ -7,8 +7,16 @@ import huggingface_hub
 import pytest
 import torch
 
-from engines.lm.models import (EMBEDDED_DIR, Download, ModelNotAvailable, download_size, fetch, hub_files,
-                               progress_bar_class, resolve_device)
+from engines.lm.models import (
+    EMBEDDED_DIR,
+    Download,
+    ModelNotAvailable,
+    download_size,
+    fetch,
+    hub_files,
+    progress_bar_class,
+    resolve_device,
+)
 
 GPT2_FILES = [("model.safetensors", 548_105_171), ("pytorch_model.bin", 548_118_077), ("tf_model.h5", 497_933_648),
               ("onnx/decoder_model.onnx", 653_665_842), ("config.json", 665), ("generation_config.json", 124),

@@ -16,7 +16,6 @@ from engines.lm.settings import SEED_LR, LMSettings, default_lr
 from engines.policy_gradient import shaped_rewards
 from tests.engines.lm.tiny_models import EOS, GoldLength, Length, slow_logp, tiny_gpt2
 
-
 # ----------------------------------------------------------------------------- the worked example
 
 
