@@ -17,7 +17,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from app.pages import available_pages
-from tests.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
+from bench.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
 
 SCREENS = {
     "laptop": {"viewport": {"width": 1366, "height": 768}},

@@ -81,8 +81,8 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad, why):
 def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     pg = tiny_page(tmp_path, beta="0.05")
     pg.start()
-    pg.job.run.join(120)
-    assert pg.phase == "idle" and not pg.job.notice.visible
+    pg.run_job.job.run.join(120)
+    assert pg.phase == "idle" and not pg.run_job.job.notice.visible
     (folder,) = tmp_path.iterdir()
     run = read_run(folder)
     assert run.finished and [e["step"] for e in run.evals] == [0, 2, 3]
@@ -99,7 +99,7 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
         background, _ = ratio_colours(ratio)
         assert f"background:{background}" in pg.display.samples.object
     # The evaluation table and the seed's [eval] lines.
-    state = pg._state
+    state = pg.run_job.state
     assert pg.display.evaluation.lines.object.count("[eval ") == 3 and "[eval end] 2 held-out prompts x 2: reward" in pg.display.evaluation.lines.object
     assert pg.display.evaluation.lines.object.startswith('<pre class="fl-lines">[eval start] 2 held-out prompts x 2: reward')
     assert pg.display.evaluation.table.object.count("<tr>") == 4 and f"{run.evals[-1]['distinct_1']:.3f}" in pg.display.evaluation.table.object
@@ -154,24 +154,24 @@ def test_queue_pause_resume_stop(tmp_path):
     try:
         a.start()
         wait_for(lambda: a.phase == "running")
-        a.pause()
+        a.run_job.pause()
         wait_for(lambda: a.phase == "paused")
-        assert a.job.pause_buttons[0].disabled and not a.job.pause_buttons[1].disabled and "Paused after step" in a.display.status.object
+        assert a.run_job.job.pause_buttons[0].disabled and not a.run_job.job.pause_buttons[1].disabled and "Paused after step" in a.display.status.object
         b.start()
         # Its place is known once the scheduler has handed the job to the worker (until then it waits without a number).
-        wait_for(lambda: b.phase == "queued" and "(place 1 in line)" in b.job.notice.object)
+        wait_for(lambda: b.phase == "queued" and "(place 1 in line)" in b.run_job.job.notice.object)
         wait_for(lambda: "1 waiting" in a.display.queue_line.object)  # every page sees the line
         b.close()  # the tab of the waiting run closes: it leaves the line and writes nothing
-        b.job.run.join(10)
+        b.run_job.job.run.join(10)
         wait_for(lambda: cluster.overview()[0].waiting == ())
         assert len(list(tmp_path.iterdir())) == 1
-        a.resume()
-        done = len(a._state.metrics)
-        wait_for(lambda: len(a._state.metrics) >= done + 2)
-        a.stop()
-        a.job.run.join(30)
+        a.run_job.resume()
+        done = len(a.run_job.state.metrics)
+        wait_for(lambda: len(a.run_job.state.metrics) >= done + 2)
+        a.run_job.stop()
+        a.run_job.job.run.join(30)
         run = read_run(next(tmp_path.iterdir()))
-        assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a._state.metrics]
+        assert not run.finished and [m["step"] for m in run.metrics] == [m["step"] for m in a.run_job.state.metrics]
         assert list(a.display.curves.steps.data["step"]) == [m["step"] for m in run.metrics]  # shown = on disk
         assert list(a.runs_list.table.value["status"]) == ["interrupted"]
         wait_for(lambda: cluster.overview() == [])
@@ -199,9 +199,9 @@ def test_a_hub_model_or_reward_offline_gives_one_sentence_and_the_page_stays_usa
     monkeypatch.setattr("engines.lm.models.in_cache", lambda name: False)  # whatever this machine's cache holds
     pg = tiny_page(tmp_path, **query)
     pg.start()
-    pg.job.run.join(60)
-    assert pg.job.notice.visible and pg.job.notice.object == sentence and not pg.display.download_bar.visible
-    assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
+    pg.run_job.job.run.join(60)
+    assert pg.run_job.job.notice.visible and pg.run_job.job.notice.object == sentence and not pg.display.download_bar.visible
+    assert pg.phase == "idle" and not pg.run_job.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
 
 
 def fake_run(root, beta, rewards):
@@ -292,8 +292,8 @@ def test_a_run_against_a_learned_reward_draws_its_gold_score_over_steps_and_over
     pg = LiveRunPage(query=TINY, runs_dir=root)
     pg.reward = f"reward-model:{reward_model}"
     pg.start()
-    pg.job.run.join(120)
-    assert pg.phase == "idle" and not pg.job.notice.visible, pg.job.notice.object
+    pg.run_job.job.run.join(120)
+    assert pg.phase == "idle" and not pg.run_job.job.notice.visible, pg.run_job.job.notice.object
     (folder,) = [f for f in root.iterdir() if (f / "config.json").is_file()]
     run = read_run(folder)
     assert run.config["settings"]["prompt_set"] == "feelings" and run.finished
@@ -373,8 +373,8 @@ def test_a_hub_model_not_on_this_machine_shows_its_size_and_a_progress_bar_then_
     assert f"feedback-lab-tests/tiny-gpt2: {size / 1e6:.1f} MB to download" in pg.display.status.object
     assert pg.display.download_bar.visible and pg.display.download_bar.value == pg.display.download_bar.max * (size // 2) // size
     hub.go_on.set()
-    pg.job.run.join(120)
-    assert pg.phase == "idle" and not pg.job.notice.visible and not pg.display.download_bar.visible
+    pg.run_job.job.run.join(120)
+    assert pg.phase == "idle" and not pg.run_job.job.notice.visible and not pg.display.download_bar.visible
     (folder,) = runs.iterdir()
     assert read_run(folder).finished and read_run(folder).config["settings"]["model"] == "feedback-lab-tests/tiny-gpt2"
 
@@ -392,10 +392,10 @@ def test_a_hub_id_the_hub_does_not_have_is_said_in_one_sentence(tmp_path, monkey
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", missing)
     pg = tiny_page(tmp_path, model="feedback-lab-tests/unknown")
     pg.start()
-    pg.job.run.join(60)
-    assert pg.job.notice.object == ("The hub has no model &#x27;feedback-lab-tests/unknown&#x27; (or it is private); "
+    pg.run_job.job.run.join(60)
+    assert pg.run_job.job.notice.object == ("The hub has no model &#x27;feedback-lab-tests/unknown&#x27; (or it is private); "
                                "use &#x27;embedded&#x27; or a local folder.")
-    assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
+    assert pg.phase == "idle" and not pg.run_job.job.controls.start_button.disabled and list(tmp_path.iterdir()) == []
 
 
 # ----------------------------------------------------------------------------- the server's limits
@@ -412,7 +412,7 @@ def test_a_link_asking_for_more_than_the_server_allows_is_set_to_the_limit_with_
         setattr(pg, name, 4)  # the setting itself never holds more than the limit
     box = pg.inputs[name]
     box.value = 999  # typed above the limit: put back to it, with the same sentence
-    assert (box.value, getattr(pg, name)) == (3, 3) and pg.job.notice.object == f"This server allows at most 3 {what}; the run was set to 3."
+    assert (box.value, getattr(pg, name)) == (3, 3) and pg.run_job.job.notice.object == f"This server allows at most 3 {what}; the run was set to 3."
 
 
 @pytest.mark.server
@@ -423,8 +423,8 @@ def test_defaults_above_a_limit_start_at_the_limit_and_runs_within_it_start(tmp_
     assert (pg.steps, pg.eval_every, pg.T) == (2, 2, 8) and not pg.notice.visible
     pg = tiny_page(tmp_path, steps="2")
     pg.start()
-    pg.job.run.join(120)
-    assert not pg.job.notice.visible and read_run(next(tmp_path.iterdir())).finished
+    pg.run_job.job.run.join(120)
+    assert not pg.run_job.job.notice.visible and read_run(next(tmp_path.iterdir())).finished
 
 
 def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
@@ -432,7 +432,7 @@ def test_a_run_beyond_a_limit_is_never_started(tmp_path, monkeypatch):
     monkeypatch.setenv("FEEDBACK_LAB_MAX_REPLIES", "1")
     pg = tiny_page(tmp_path)
     pg.start()
-    assert pg.job.notice.object == "This server allows at most 1 replies per prompt; this run asks for 2, so it was not started."
+    assert pg.run_job.job.notice.object == "This server allows at most 1 replies per prompt; this run asks for 2, so it was not started."
     assert pg.phase == "idle" and list(tmp_path.iterdir()) == []
 
 
@@ -441,15 +441,15 @@ def test_a_number_box_emptied_or_below_its_range_is_put_back_with_one_sentence(t
     pg = tiny_page(tmp_path)
     steps, beta = pg.inputs["steps"], pg.inputs["beta"]
     steps.value = None
-    assert (steps.value, pg.steps) == (3, 3) and pg.job.notice.object == "Training steps needs a number; it stays 3."
+    assert (steps.value, pg.steps) == (3, 3) and pg.run_job.job.notice.object == "Training steps needs a number; it stays 3."
     beta.value = -1.0
-    assert (beta.value, pg.beta) == (0.0, 0.0) and pg.job.notice.object == "KL coefficient β is at least 0.0; it was set to 0.0."
+    assert (beta.value, pg.beta) == (0.0, 0.0) and pg.run_job.job.notice.object == "KL coefficient β is at least 0.0; it was set to 0.0."
     steps.value = 2  # a value in range goes to the setting, and a link set elsewhere shows in the box
     pg.replies = 3
     assert pg.steps == 2 and pg.inputs["replies"].value == 3
     pg.start()
-    pg.job.run.join(120)
-    assert not pg.job.notice.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2
+    pg.run_job.job.run.join(120)
+    assert not pg.run_job.job.notice.visible and read_run(next(tmp_path.iterdir())).config["settings"]["steps"] == 2
 
 
 def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_path):
@@ -463,13 +463,14 @@ def test_the_sections_below_the_reward_curve_are_built_when_first_opened(tmp_pat
     assert linked.sections.opened == {"runs"} and linked.sections.tabs.active == 3
 
 
+@pytest.mark.server
 def test_the_advantage_is_a_control_in_the_link_the_config_and_the_runs_table(tmp_path):
     assert page(query={}).advantage == LMSettings().advantage == "loo"  # the seed's leave-one-out by default
     pg = tiny_page(tmp_path, advantage="grpo")
     assert pg.advantage == "grpo" and pg.settings().advantage == "grpo" and not pg.notice.visible
     assert pg.inputs["advantage"].value == "grpo"
     pg.start()
-    pg.job.run.join(120)
+    pg.run_job.job.run.join(120)
     (folder,) = tmp_path.iterdir()
     assert folder.name.endswith("-beta0.05-grpo") and read_run(folder).config["settings"]["advantage"] == "grpo"
     assert list(pg.runs_list.table.value["advantage"]) == ["grpo"]

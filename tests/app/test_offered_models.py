@@ -215,7 +215,7 @@ def test_a_model_the_offer_no_longer_holds_is_refused_at_start(tmp_path, offer):
     pg = LiveRunPage(query=TINY, runs_dir=tmp_path)
     pg.offer = offer(models=("distilgpt2",))  # what a page built before a restart with another --models would hold
     pg.start()
-    assert pg.job.notice.object == "This server does not offer the model &#x27;embedded&#x27;; choose one of distilgpt2."
+    assert pg.run_job.job.notice.object == "This server does not offer the model &#x27;embedded&#x27;; choose one of distilgpt2."
     assert pg.phase == "idle" and list(tmp_path.iterdir()) == []
 
 
@@ -228,8 +228,8 @@ def test_an_offered_folder_that_disappears_is_refused_at_start_in_one_sentence(t
     assert pg.model == str(folder) and not pg.notice.visible
     shutil.rmtree(folder)
     pg.start()
-    assert pg.job.notice.object == f"The model folder {folder} that this server offers holds no model any more (it has no config.json)."
-    assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and not runs.exists()
+    assert pg.run_job.job.notice.object == f"The model folder {folder} that this server offers holds no model any more (it has no config.json)."
+    assert pg.phase == "idle" and not pg.run_job.job.controls.start_button.disabled and not runs.exists()
 
 
 def test_the_kl_pages_frontier_samples_only_an_offered_model(offer):
@@ -252,10 +252,10 @@ def start_download(tmp_path, name, **query):
 
 
 def refused(pg) -> str:
-    pg.job.run.join(60)
-    assert pg.phase == "idle" and not pg.job.controls.start_button.disabled and not (pg.runs_dir.exists() and any(pg.runs_dir.iterdir()))
-    assert one_sentence(pg.job.notice.object)
-    return pg.job.notice.object
+    pg.run_job.job.run.join(60)
+    assert pg.phase == "idle" and not pg.run_job.job.controls.start_button.disabled and not (pg.runs_dir.exists() and any(pg.runs_dir.iterdir()))
+    assert one_sentence(pg.run_job.job.notice.object)
+    return pg.run_job.job.notice.object
 
 
 @pytest.mark.server
@@ -300,16 +300,16 @@ def test_a_stopped_download_stops_and_the_next_waits_for_the_one_before_it(monke
     second = start_download(tmp_path, "owner/other")
     wait_for(lambda: "Another download on this server comes first" in second.display.status.object)
     assert hub.downloading == ["owner/slow"]
-    first.stop()
-    first.job.run.join(30)
+    first.run_job.stop()
+    first.run_job.job.run.join(30)
     wait_for(lambda: "owner/other" in hub.finished)  # the second starts once the first has let go
     assert hub.stopped == ["owner/slow"] and "owner/slow" not in hub.finished and hub.downloading == ["owner/slow", "owner/other"]
     stopped_at = hub.received["owner/slow"]
     time.sleep(0.3)
     assert hub.received["owner/slow"] == stopped_at < 200 * MB  # no byte more after the stop
-    assert first.phase == "idle" and not first.job.notice.visible
-    second.job.run.join(120)  # the second's download, then its run, from the folder it went to
-    assert second.phase == "idle" and not second.job.notice.visible and not ONE_DOWNLOAD.locked()
+    assert first.phase == "idle" and not first.run_job.job.notice.visible
+    second.run_job.job.run.join(120)  # the second's download, then its run, from the folder it went to
+    assert second.phase == "idle" and not second.run_job.job.notice.visible and not ONE_DOWNLOAD.locked()
     (run,) = (tmp_path / "runs").iterdir()
     assert read_run(run).finished and read_run(run).config["settings"]["model"] == "owner/other"
 

@@ -57,12 +57,12 @@ def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_
     first, second = tiny_page(tmp_path, 12), tiny_page(tmp_path, 12)
     try:
         first.start()
-        wait_for(lambda: len(first._state.metrics) >= 2)
+        wait_for(lambda: len(first.run_job.state.metrics) >= 2)
         second.start()
         assert second.display.shared_line.visible and JOINED in second.display.shared_line.object and not first.display.shared_line.visible
-        assert second.learner.run is first.learner.run and first.learner.run.watchers == 2  # one computation for both
-        first.job.run.join(120)
-        second.job.run.join(30)
+        assert second.run_job.learner.run is first.run_job.learner.run and first.run_job.learner.run.watchers == 2  # one computation for both
+        first.run_job.job.run.join(120)
+        second.run_job.job.run.join(30)
         (folder,) = tmp_path.iterdir()
         run = read_run(folder)
         assert run.finished and shown_steps(first) == shown_steps(second) == list(range(1, 13))
@@ -78,11 +78,11 @@ def test_learners_pressing_start_on_the_same_settings_watch_one_computation(tmp_
 def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at_its_pace(tmp_path):
     trained = tiny_page(tmp_path, 4)
     trained.start()
-    trained.job.run.join(120)
+    trained.run_job.job.run.join(120)
     (folder,) = tmp_path.iterdir()
     later = tiny_page(tmp_path, 4)
     later.start()
-    later.job.run.join(10)
+    later.run_job.job.run.join(10)
     assert FINISHED.format(run=folder.name) in later.display.shared_line.object
     assert shown_steps(later) == shown_steps(trained) == [1, 2, 3, 4] and later.display.samples.object == trained.display.samples.object
     assert list(later.display.curves.evals.data["kl_exact"]) == list(trained.display.curves.evals.data["kl_exact"])
@@ -96,7 +96,7 @@ def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at
     assert time.monotonic() - started >= first["step_time"] + last["time"] - first["time"]  # the seconds it took
     paced = tiny_page(tmp_path, 4, at_pace="true")
     paced.start()
-    paced.job.run.join(30)
+    paced.run_job.job.run.join(30)
     assert shown_steps(paced) == [1, 2, 3, 4] and list(tmp_path.iterdir()) == [folder]
 
 
@@ -104,16 +104,16 @@ def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_p
     a, b, c = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)
     try:
         a.start()
-        wait_for(lambda: len(a._state.metrics) >= 1)
+        wait_for(lambda: len(a.run_job.state.metrics) >= 1)
         b.start()
-        wait_for(lambda: len(b._state.metrics) >= 1)
-        a.stop()  # a leaves; the run trains on for b
-        a.job.run.join(10)
+        wait_for(lambda: len(b.run_job.state.metrics) >= 1)
+        a.run_job.stop()  # a leaves; the run trains on for b
+        a.run_job.job.run.join(10)
         assert a.phase == "idle" and "it trains on for the 1 other learner(s)" in a.display.shared_line.object
-        left_at = len(b._state.metrics)
-        wait_for(lambda: len(b._state.metrics) >= left_at + 2)
-        b.stop()  # the last learner leaves: the computation stops after its step in flight, written and shown
-        b.job.run.join(30)
+        left_at = len(b.run_job.state.metrics)
+        wait_for(lambda: len(b.run_job.state.metrics) >= left_at + 2)
+        b.run_job.stop()  # the last learner leaves: the computation stops after its step in flight, written and shown
+        b.run_job.job.run.join(30)
         (folder,) = tmp_path.iterdir()
         run = read_run(folder)
         assert not run.finished and shown_steps(b) == [m["step"] for m in run.metrics]
@@ -132,24 +132,24 @@ def test_pause_holds_only_the_learners_view_until_every_learner_on_the_run_has_p
     a, b = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)
     try:
         a.start()
-        wait_for(lambda: a.phase == "running" and len(a._state.metrics) >= 1)
+        wait_for(lambda: a.phase == "running" and len(a.run_job.state.metrics) >= 1)
         b.start()
-        wait_for(lambda: len(b._state.metrics) >= 1)
-        a.pause()
+        wait_for(lambda: len(b.run_job.state.metrics) >= 1)
+        a.run_job.pause()
         wait_for(lambda: a.phase == "paused")
-        held = len(a._state.metrics)
-        wait_for(lambda: len(b._state.metrics) >= held + 3)  # b's view goes on: a's Pause does not freeze it
-        assert len(a._state.metrics) == held and b.phase == "running"
-        b.pause()  # now every learner on it has paused: the computation holds, keeping its device
+        held = len(a.run_job.state.metrics)
+        wait_for(lambda: len(b.run_job.state.metrics) >= held + 3)  # b's view goes on: a's Pause does not freeze it
+        assert len(a.run_job.state.metrics) == held and b.phase == "running"
+        b.run_job.pause()  # now every learner on it has paused: the computation holds, keeping its device
         wait_for(lambda: b.phase == "paused")
         (run,) = CLASS_RUNS.training(tmp_path)
         wait_for(lambda: run.state.phase == "paused")
         on_disk = len(read_run(next(tmp_path.iterdir())).metrics)
         time.sleep(1.0)
         assert len(read_run(next(tmp_path.iterdir())).metrics) == on_disk
-        a.resume()  # one learner resumes: the run goes on, and a's view catches up with the newest step
-        wait_for(lambda: len(a._state.metrics) > on_disk)
-        assert b.phase == "paused" and len(b._state.metrics) <= on_disk
+        a.run_job.resume()  # one learner resumes: the run goes on, and a's view catches up with the newest step
+        wait_for(lambda: len(a.run_job.state.metrics) > on_disk)
+        assert b.phase == "paused" and len(b.run_job.state.metrics) <= on_disk
     finally:
         a.close()
         b.close()
@@ -160,15 +160,15 @@ def test_the_rooms_list_counts_the_learners_on_each_run_and_opens_one_live(tmp_p
     a, b, c = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400), tiny_page(tmp_path, 3, beta="0.2")
     try:
         a.start()
-        wait_for(lambda: a._state.folder is not None)
+        wait_for(lambda: a.run_job.state.folder is not None)
         b.start()
         c.refresh_runs()
         table = c.runs_list.table.value
         assert list(table["learners"]) == [2] and list(table["status"]) == ["running"]
         c.runs_list.table.selection = [0]
         c.runs_list.open_button.clicks += 1  # Open: c watches a's run live, its controls take its settings
-        assert c.steps == 400 and c.beta == a.beta and c.run == a._state.folder.name
-        wait_for(lambda: len(c._state.metrics) >= 2)
+        assert c.steps == 400 and c.beta == a.beta and c.run == a.run_job.state.folder.name
+        wait_for(lambda: len(c.run_job.state.metrics) >= 2)
         c.refresh_runs()
         assert list(c.runs_list.table.value["learners"]) == [3]
     finally:
@@ -183,15 +183,15 @@ def test_the_rooms_list_counts_the_learners_on_each_run_and_opens_one_live(tmp_p
 ])
 def test_a_forged_or_unknown_run_in_a_link_gets_one_sentence_and_the_page_stays_usable(tmp_path, name, sentence):
     pg = tiny_page(tmp_path, 2, run=name)
-    assert pg.job.notice.visible and sentence in pg.job.notice.object and pg.run == "" and pg.phase == "idle"
+    assert pg.run_job.job.notice.visible and sentence in pg.run_job.job.notice.object and pg.run == "" and pg.phase == "idle"
     pg.start()
-    pg.job.run.join(120)
+    pg.run_job.job.run.join(120)
     assert len(list_runs(tmp_path)) == 1 and list_runs(tmp_path)[0].finished
 
 
 def test_a_run_name_that_could_leave_the_runs_folder_is_refused_by_the_link(tmp_path):
     pg = tiny_page(tmp_path, 2, run="../../etc")
-    assert pg.notice.visible and "run=" in pg.notice.object and pg.run == "" and not pg.job.notice.visible
+    assert pg.notice.visible and "run=" in pg.notice.object and pg.run == "" and not pg.run_job.job.notice.visible
 
 
 def test_a_killed_worker_under_a_shared_run_tells_every_learner_and_the_next_run_starts(tmp_path):
@@ -200,22 +200,22 @@ def test_a_killed_worker_under_a_shared_run_tells_every_learner_and_the_next_run
     a, b = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)
     try:
         a.start()
-        wait_for(lambda: len(a._state.metrics) >= 2)
+        wait_for(lambda: len(a.run_job.state.metrics) >= 2)
         b.start()
-        wait_for(lambda: len(b._state.metrics) >= 2)
+        wait_for(lambda: len(b.run_job.state.metrics) >= 2)
         os.kill(pid, signal.SIGKILL)
-        a.job.run.join(60)
-        b.job.run.join(60)
+        a.run_job.job.run.join(60)
+        b.run_job.job.run.join(60)
         run = read_run(next(tmp_path.iterdir()))
         step = run.metrics[-1]["step"]
         for pg in (a, b):
-            assert pg.job.notice.visible and f"the run stopped at step {step}" in pg.job.notice.object
+            assert pg.run_job.job.notice.visible and f"the run stopped at step {step}" in pg.run_job.job.notice.object
         assert [m["step"] for m in run.metrics] == list(range(1, step + 1))
         wait_for(lambda: cluster.devices() == ["cpu"])  # the nanny's fresh worker (until then Start says to try again)
         a.steps = 2
         a.start()  # the next run starts on the fresh worker
-        a.job.run.join(120)
-        assert sum(r.finished for r in list_runs(tmp_path)) == 1, a.job.notice.object
+        a.run_job.job.run.join(120)
+        assert sum(r.finished for r in list_runs(tmp_path)) == 1, a.run_job.job.notice.object
     finally:
         a.close()
         b.close()
@@ -244,16 +244,16 @@ def test_a_run_waiting_for_its_device_says_when_it_should_start(tmp_path):
     a, b = tiny_page(tmp_path, 400), tiny_page(tmp_path, 5, beta="0.2")
     try:
         a.start()
-        wait_for(lambda: len(a._state.metrics) >= 3)
+        wait_for(lambda: len(a.run_job.state.metrics) >= 3)
         b.start()
-        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.job.notice.object)
+        wait_for(lambda: b.phase == "queued" and "It should start in about" in b.run_job.job.notice.object)
         (running,) = [r for r in CLASS_RUNS.training(tmp_path) if r.settings.steps == 400]
         left = 400 - running.state.step
-        said, pace = b._state.starts_in, wall_pace(list(running.state.metrics[-30:]))
+        said, pace = b.run_job.state.starts_in, wall_pace(list(running.state.metrics[-30:]))
         assert 0.5 * left * pace <= said <= 2 * left * pace + 2  # the steps a has left, at the pace it goes
-        a.stop()
-        b.job.run.join(120)
-        assert b._state.step == 5
+        a.run_job.stop()
+        b.run_job.job.run.join(120)
+        assert b.run_job.state.step == 5
     finally:
         a.close()
         b.close()
@@ -281,7 +281,7 @@ def other_process():
 def page_of(process, runs_dir, steps: int) -> LiveRunPage:
     cluster, class_runs = process
     pg = LiveRunPage(query=TINY | {"steps": str(steps), "eval_every": str(steps)}, runs_dir=runs_dir, cluster=cluster)
-    pg.learner.class_runs = class_runs
+    pg.run_job.learner.class_runs = class_runs
     return pg
 
 
@@ -291,23 +291,23 @@ def test_a_run_is_trained_once_for_the_learners_of_two_web_processes_and_stops_w
         a.start()
         b.start()  # the same settings on the other process, while a's run loads: b follows it
         assert JOINED in b.display.shared_line.object and ELSEWHERE in b.display.shared_line.object
-        wait_for(lambda: len(b._state.metrics) >= 3)
+        wait_for(lambda: len(b.run_job.state.metrics) >= 3)
         assert shown_steps(b)[:3] == [1, 2, 3]
-        wait_for(lambda: CLASS_RUNS.watchers(tmp_path, current_cluster()) == {a._state.folder.name: 2}, 10)
-        b.pause()  # b alone pauses: the run trains on for a
+        wait_for(lambda: CLASS_RUNS.watchers(tmp_path, current_cluster()) == {a.run_job.state.folder.name: 2}, 10)
+        b.run_job.pause()  # b alone pauses: the run trains on for a
         wait_for(lambda: b.phase == "paused")
-        held = len(a._state.metrics)
-        wait_for(lambda: len(a._state.metrics) >= held + 2)
-        a.pause()  # every learner of the cluster has paused: the computation holds
+        held = len(a.run_job.state.metrics)
+        wait_for(lambda: len(a.run_job.state.metrics) >= held + 2)
+        a.run_job.pause()  # every learner of the cluster has paused: the computation holds
         (run,) = CLASS_RUNS.training(tmp_path)
         wait_for(lambda: run.state.phase == "paused", 10)
-        b.resume()
-        a.stop()  # every learner of a's process leaves; the run trains on for b, on the other process
-        a.job.run.join(10)
-        left_at = len(b._state.metrics)
-        wait_for(lambda: len(b._state.metrics) >= left_at + 2)
+        b.run_job.resume()
+        a.run_job.stop()  # every learner of a's process leaves; the run trains on for b, on the other process
+        a.run_job.job.run.join(10)
+        left_at = len(b.run_job.state.metrics)
+        wait_for(lambda: len(b.run_job.state.metrics) >= left_at + 2)
         assert len(list(tmp_path.iterdir())) == 1  # one run folder for both processes
-        b.stop()  # the last learner of the cluster leaves: the computation stops
+        b.run_job.stop()  # the last learner of the cluster leaves: the computation stops
         no_job_left()
         (folder,) = tmp_path.iterdir()
         assert not read_run(folder).finished

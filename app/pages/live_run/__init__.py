@@ -20,20 +20,18 @@ import param
 
 from app.jobs.cluster import Cluster
 from app.jobs.cluster import current as current_cluster
-from app.jobs.model_jobs import LiveState
 from app.jobs.runs import RUNS_DIR, is_learned
-from app.jobs.shared_runs import Learner, Watching, find_run, settings_of
+from app.jobs.shared_runs import find_run, settings_of
 from app.pages.live_run.figures import RunDisplay
 from app.pages.live_run.inputs import SettingsInputs
+from app.pages.live_run.jobs import LiveRunJob
 from app.pages.live_run.runs_table import RunsTable
-from app.pages.live_run.status import idle_html
 from app.pages.live_run.text import (
     ADVANTAGE_LABELS,
     COMPARE,
     CURVE_TITLE,
     EQUATION,
     INTRO,
-    LEFT,
     METRICS,
     NOTICE,
     PREDICT,
@@ -44,16 +42,14 @@ from app.pages.live_run.text import (
     SETTINGS_TITLE,
     UNOPENABLE,
     WHY,
-    watching_sentence,
 )
 from app.serving.limits import bound_controls, clamp_query
 from app.serving.limits import current as current_limits
 from app.serving.offered import current as current_offer
-from app.serving.offered import download_problem, offer_menu, reward_options, start_problem
+from app.serving.offered import offer_menu, reward_options, start_problem
 from engines.lm.settings import DEVICES, LMSettings, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.explorable import Fold, figure_first
-from widgets.job_view import JobView
 from widgets.predict import PredictionCard, card_spec, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
@@ -111,15 +107,12 @@ class LiveRunPage(pn.viewable.Viewer):
         self.cluster = cluster or current_cluster()
         self.highest = bound_controls(self, current_limits())
         self.offer = current_offer()
-        self.learner = Learner(self.runs_dir, self.cluster, download_problem)
-        self._state: LiveState | None = None
         self.display = RunDisplay(METRICS)
         self.guide = session_guide()
         self.predict_card = PredictionCard.of(COLLAPSE, PREDICT_EXPLANATION, self.guide)
-        # A run left or stopped before its last step ends too: its progress stays at the step it reached.
-        self.job = JobView(self._show_state, self.start, on_done=self._done, on_stop=self.stop, on_pause=self.pause,
-                           on_resume=self.resume, completed=lambda: self._state is not None and self._state.step >= self._state.settings.steps)
-        self.inputs = SettingsInputs(self, self.job.fail)
+        self.run_job = LiveRunJob(self.runs_dir, self.cluster, self.display, self.start,
+                                  on_phase=lambda phase: setattr(self, "phase", phase), on_ended=self.refresh_runs)
+        self.inputs = SettingsInputs(self, self.run_job.job.fail)
         self.settings_fold = Fold(SETTINGS_TITLE, self.inputs, open=True)
         self.runs_list = RunsTable(self.runs_dir, SECTIONS["runs"], COMPARE, self._draw_overlays, self.refresh_runs,
                                    on_open=self.open_run)
@@ -159,12 +152,12 @@ class LiveRunPage(pn.viewable.Viewer):
             self.lr = default_lr(event.new.strip())
 
     def start(self) -> None:
-        """Watch the run of the current settings (app.jobs.shared_runs.Learner.start), or say why none starts."""
+        """Watch the run of the current settings, or say why none starts: not offered or beyond the server's limits."""
         settings, problem = start_problem(self.offer, self.settings, self.highest)
-        watching, problem = self.learner.start(settings, self.at_pace) if settings is not None else (None, problem)
-        self.job.fail(problem)
-        if watching is not None:
-            self._show(watching)
+        if settings is None:
+            self.run_job.job.fail(problem)
+            return
+        self.run_job.start(settings, self.at_pace)
 
     def open_run(self, name: str) -> None:
         """Show the room's run `name`, live where it trains; the controls take its settings, so the link names it."""
@@ -172,69 +165,23 @@ class LiveRunPage(pn.viewable.Viewer):
             found = find_run(name, self.runs_dir)
             settings = settings_of(found)
         except ValueError as error:
-            self.job.fail(str(error))
+            self.run_job.job.fail(str(error))
             self.run = ""
             return
         try:
             self.param.update({k: v for k, v in LM.values(settings).items() if k != "device"} | {"run": name})
         except ValueError:  # a reward model deleted since, or a setting beyond this server's limits
-            self.job.fail(UNOPENABLE.format(run=name))
+            self.run_job.job.fail(UNOPENABLE.format(run=name))
             return
-        self._show(self.learner.open(found))
-
-    def _show(self, watching: Watching) -> None:
-        """Walk the run's states into the page, saying above the status line how the learner came to it."""
-        self._state = LiveState("loading", watching.settings)
-        self.display.begin(watching_sentence(watching))
-        self.phase = "loading"
-        self.job.start(watching.snapshots)
-
-    def pause(self) -> None:
-        """Hold this page's view after the step shown; the run holds too if no other learner watches it."""
-        if self.phase == "running":
-            self.learner.pause()
-
-    def resume(self) -> None:
-        self.learner.resume()
-        if self.phase == "paused":
-            self.phase = "running"
-
-    def stop(self) -> None:
-        """Leave the run (it trains on if other learners watch it); a run shown from its files stops at once."""
-        if not self.learner.leave():
-            self.job.stop()
+        self.run_job.open(found)
 
     def close(self) -> None:
         """The tab closed: this learner leaves the run (which stops if it was the last one on it)."""
-        self.learner.leave()
-        self.job.stop()
+        self.run_job.close()
         self._unsubscribe()
-
-    def _show_state(self, state: LiveState) -> None:
-        """Draw a snapshot: the parts whose data changed, in one batch."""
-        self._state = state
-        with pn.io.hold():
-            if state.phase != "error" and self.phase != state.phase:
-                self.phase = state.phase
-            self.display.show(state)
-            if state.metrics:
-                self.job.controls.progress = min(state.step / state.settings.steps, 1.0)
-
-    def _done(self, finished: bool) -> None:
-        """The run has ended (finished, stopped, or refused) or this learner left it: show the final state and the list of runs."""
-        state, others = self._state, self.learner.ended()
-        if state is not None:
-            if others is not None:
-                self.display.say(LEFT.format(step=state.step, others=others))
-            self._show_state(state)
-            if state.phase != "error":  # an error's sentence is the job view's alert
-                self.display.status.object = idle_html(state)
-        self.phase = "idle"
-        self.refresh_runs()
 
     @param.depends("phase", watch=True)
     def _show_phase(self) -> None:
-        self.job.param.update(pausable=self.phase == "running", paused=self.phase == "paused")
         self.inputs.enabled = self.phase == "idle"
 
     def _show_queue(self) -> None:
@@ -251,7 +198,7 @@ class LiveRunPage(pn.viewable.Viewer):
 
     def _show_runs(self) -> None:
         with pn.io.hold():
-            self.runs_list.show(self.cluster.running_ids(), self.learner.class_runs.watchers(self.runs_dir, self.cluster))
+            self.runs_list.show(self.cluster.running_ids(), self.run_job.learner.class_runs.watchers(self.runs_dir, self.cluster))
             self._draw_overlays()
 
     def _draw_overlays(self) -> None:
@@ -268,7 +215,7 @@ class LiveRunPage(pn.viewable.Viewer):
         return figure_first(
             summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
             controls=(
-                self.job,
+                self.run_job.job,
                 self.settings_fold,
                 self.display.curves.legend,
                 self.display.goodhart,
