@@ -68,7 +68,8 @@ def nginx_binary() -> str | None:
 
 
 DEFAULT_MOST = 4
-"""The default never starts more web processes than this (about 400 MB each): more were not measured."""
+"""The default never starts more web processes than this (each about 310 MB idle, docs/performance.md): more were
+not measured."""
 
 
 def default_web_processes() -> int:
