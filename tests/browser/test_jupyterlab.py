@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from playwright.sync_api import expect
 
 from app.cli import main
 from app.lab import NOTEBOOK, SOLUTION, notebook, tags
@@ -114,8 +116,10 @@ def test_exercise_0_fails_red_then_passes_green_with_its_solution(jupyterlab, pa
     # (a Markdown one is left as it is) and selects the next.
     cells.nth(0).click()
     page.keyboard.press("Escape")  # command mode: the keys act on cells, not inside a text
-    for _ in range(checkpoint + 1):
+    for i in range(checkpoint + 1):
         page.keyboard.press("Shift+Enter")
+        # Each key is taken once the next cell is the active one: a key sent before could be lost to the page.
+        expect(cells.nth(i + 1)).to_have_class(re.compile(r"\bjp-mod-active\b"), timeout=KERNEL_SECONDS)
     failed = checkpoint_box(cells.nth(checkpoint), "Checkpoint 0 failed")
     assert failed.evaluate("box => getComputedStyle(box).borderLeftColor") == RED
     assert "still None" in failed.inner_text()
