@@ -72,6 +72,8 @@ class Watcher:
     """(when it was first shown, the start it promised), for a run that waited for its device."""
     timeline: list[tuple[float, int]] = field(default_factory=list)
     """(time, step) whenever the page showed a new step."""
+    texts: list[str] = field(default_factory=list)
+    """The last few texts the page wrote (its status line, the job's alert): what a learner who saw no step was shown."""
 
 
 class RunPage(PageSession):
@@ -87,6 +89,7 @@ class RunPage(PageSession):
             if not isinstance(text, str):
                 continue
             w = self.watcher
+            w.texts = [*w.texts[-3:], re.sub(r"<[^>]+>", "", text)[:300]]
             found = RUNNING.search(text) or FINISHED.search(text)
             if found and int(found.group(1)) > w.steps_seen:
                 w.steps_seen = int(found.group(1))
@@ -158,7 +161,8 @@ async def class_presses_start(base: str, learners: int, distinct: int, steps: in
     report = {"learners": learners, "distinct": distinct, "steps": steps, "within_s": within,
               "first_step_s": summary(first) | {"last": max(first) if first else None, "missing": learners - len(first)},
               "runs": runs, "every_page_done_s": done - started if all(w.steps_seen >= steps for w in watchers) else None,
-              "estimates": estimates}
+              "estimates": estimates,
+              "shown_to_those_who_saw_no_step": [w.texts for w in watchers if w.first_step is None]}
     wall = done - started
     report["wall_s"], report["cpu_s"] = wall, {"learners (this process)": time.process_time() - client_before}
     if cpu_before is not None:

@@ -33,9 +33,9 @@ def test_the_learners_settings_go_round_the_distinct_ones():
 
 def test_learners_on_the_same_settings_see_every_step_of_one_run_and_two_settings_make_two_runs():
     report, runs = run_class(learners=3, distinct=1)
-    assert report["first_step_s"]["missing"] == 0 and report["every_page_done_s"] is not None
+    assert report["first_step_s"]["missing"] == 0 and report["every_page_done_s"] is not None, report
     assert len(list(runs.glob("*/config.json"))) == 1 and list(report["runs"]) == ["?steps=4&beta=0.05&seed=0"]
     assert report["runs"]["?steps=4&beta=0.05&seed=0"]["learners"] == 3
     report, runs = run_class(learners=4, distinct=2)
-    assert report["first_step_s"]["missing"] == 0 and report["every_page_done_s"] is not None
+    assert report["first_step_s"]["missing"] == 0 and report["every_page_done_s"] is not None, report
     assert len(list(runs.glob("*/config.json"))) == 2 and all(r["learners"] == 2 for r in report["runs"].values())

@@ -4,15 +4,13 @@ refused; a link beyond the server's limits is set to them; a saved reward model 
 import math
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from app.cli import main as cli
 from app.jobs.runs import REWARD_MODELS, read_run
+from bench.page_layout import LIVE_RUN_QUERY as TINY
+from bench.page_layout import RUN_IN_VIEW
 from tests.browser.conftest import PROMPTS_OFF
-
-TINY = "?steps=400&prompts=2&replies=2&T=8&eval_every=20&eval_prompts=2&eval_replies=2&beta=0"
-"""A run small enough for seconds on two shared cores (and long enough not to finish before Stop)."""
 
 
 def source_length(page, name: str) -> int:
@@ -136,24 +134,9 @@ def test_two_tabs_pressing_start_on_the_same_settings_watch_the_same_steps(open_
     second.close()
 
 
-RUN_IN_VIEW = """
-() => {
-  const all = [];
-  const walk = (root) => { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot) } };
-  walk(document);
-  const first = (test) => all.find((el) => test(el) && el.checkVisibility() && el.getBoundingClientRect().width > 0);
-  const parts = { step: first((el) => el.matches('.fl-metric[data-key=step]')), curve: first((el) => el.classList.contains('bk-Figure')),
-                  reply: first((el) => el.matches('.fl-sample')) };
-  return Object.fromEntries(Object.entries(parts).map(([name, el]) => {
-    const box = el && el.getBoundingClientRect();
-    return [name, box ? [Math.round(box.top), Math.round(box.bottom)] : null];
-  }));
-}
-"""
-"""The window-relative [top, bottom] of the step counter, the reward curve and the first of the newest replies."""
 
 
-def test_after_start_the_step_and_the_curve_are_in_a_laptops_window_and_the_settings_fold(page, open_page, console_errors):
+def test_after_start_the_step_the_curve_and_the_newest_replies_are_in_a_laptops_window_and_the_settings_fold(page, open_page, console_errors):
     page.set_viewport_size({"width": 1366, "height": 768})
     open_page("live-run", TINY)
     settings = page.locator(".bk-input-group", has_text="Training steps")
@@ -164,10 +147,9 @@ def test_after_start_the_step_and_the_curve_are_in_a_laptops_window_and_the_sett
     expect(settings).to_be_hidden()  # folded away once the run started
     page.wait_for_timeout(500)  # the fold's closing moves the curve up
     parts = page.evaluate(RUN_IN_VIEW)
-    for name in ("step", "curve"):
+    for name in ("step", "curve", "reply"):
         box = parts[name]
         assert box is not None and box[0] >= 0 and box[1] <= 768, f"{name} at {box}: {parts}"
-    assert parts["reply"] is not None  # below the window for now: test_the_newest_replies_are_in_the_window_too
     page.get_by_role("button", name=re.compile("The run's settings")).click()  # one click brings them back
     expect(settings).to_be_visible()
     button(page, "Stop").click()
@@ -175,16 +157,3 @@ def test_after_start_the_step_and_the_curve_are_in_a_laptops_window_and_the_sett
     assert console_errors == []
 
 
-@pytest.mark.xfail(strict=True, reason="the sections (the newest replies) sit full width under the demo: inside its grid the "
-                                       "other curves' Bokeh GridPlot draws nothing (docs/layout.md)")
-def test_the_newest_replies_are_in_the_window_too(page, open_page, console_errors):
-    page.set_viewport_size({"width": 1366, "height": 768})
-    open_page("live-run", TINY)
-    button(page, "Start").click()
-    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('metrics').data.step.length >= 1", timeout=60_000)
-    expect(page.locator(".fl-sample").first).to_be_attached()
-    page.wait_for_timeout(500)
-    reply = page.evaluate(RUN_IN_VIEW)["reply"]
-    button(page, "Stop").click()
-    expect(button(page, "Start")).to_be_enabled(timeout=30_000)
-    assert reply is not None and reply[0] >= 0 and reply[1] <= 768, f"the first reply at {reply}"

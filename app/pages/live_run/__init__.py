@@ -222,7 +222,8 @@ class LiveRunPage(pn.viewable.Viewer):
                 plot_with_downloads(self.display.curves.reward, {"metrics": self.display.curves.steps, "evals": self.display.curves.evals},
                                     CURVE_TITLE),
             ),
-            figures=(self.display.shared_line, self.display.status, self.display.download_bar, self.display.queue_line, self.display.metrics),
+            figures=(self.display.shared_line, self.display.status, self.display.download_bar, self.display.queue_line, self.display.metrics,
+                     self.display.newest),
             # Full width below: the other curves' grid (a Bokeh GridPlot) draws nothing inside the demo's grid.
             after=(self.sections,),
             controls_width=RUN_COLUMN,

@@ -21,7 +21,7 @@ from app.jobs.runs import Run, columns_of, overlay_columns, wall_pace
 from app.jobs.shared_runs import PACE_STEPS
 from app.pages.live_run.evaluation import RunEvaluation
 from app.pages.live_run.replies import CSS as RUN_CSS
-from app.pages.live_run.replies import ratio_scale_html, samples_html
+from app.pages.live_run.replies import NEWEST_BESIDE_CURVE, ratio_scale_html, samples_html
 from app.pages.live_run.status import CSS as STATUS_CSS
 from app.pages.live_run.status import idle_html, queue_html, shared_html, status_html
 from app.pages.live_run.text import GOODHART
@@ -165,7 +165,8 @@ class RunCurves:
 
 class RunDisplay:
     """The run this tab watches, as the page shows it: the line of how the learner came to it, the status line, the
-    download bar, the device queue, the metric row, the curves with the gold score's note, the newest replies and the
+    download bar, the device queue, the metric row, the curves with the gold score's note, the newest replies (the
+    first of them also beside the curve) and the
     held-out evaluation. `show` draws a snapshot (a LiveState), only its changed parts."""
 
     def __init__(self, metrics: dict):
@@ -179,6 +180,8 @@ class RunDisplay:
         self.metrics = MetricRow(metrics)
         self.curves = RunCurves(stylesheets=[self.css])
         self.samples = pn.pane.HTML(samples_html(0, ()), sizing_mode="stretch_width", stylesheets=[self.css])
+        # The first of them beside the curve, once a step has some (the section below says what appears before).
+        self.newest = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[self.css], visible=False)
         self.evaluation = RunEvaluation()
         self.shown = (-1, -1)  # the steps and evaluations drawn: a snapshot sends only what is new
 
@@ -223,6 +226,8 @@ class RunDisplay:
         if state.metrics:
             self.metrics.update(**state.metrics[-1])
         self.samples.object = samples_html(state.step, state.samples)
+        self.newest.param.update(object=samples_html(state.step, state.samples, first=NEWEST_BESIDE_CURVE),
+                                 visible=bool(state.samples))
 
     def curves_section(self, learned: bool) -> pn.pane.Bokeh:
         """The other curves, made now (their section's first opening), the reward over the KL named for the reward

@@ -73,12 +73,20 @@ def sample_html(sample) -> str:
     )
 
 
-def samples_html(step: int, samples: tuple) -> str:
-    """The newest training step's kept replies, or what will appear there."""
+NEWEST_BESIDE_CURVE = 2
+"""Replies shown beside the reward curve while a run trains, so the curve and what it rewards are seen together on a
+laptop's screen; the replies section shows every reply the step keeps."""
+
+
+def samples_html(step: int, samples: tuple, first: int | None = None) -> str:
+    """The newest training step's kept replies (only the `first` few, beside the curve), or what will appear there."""
     if not samples:
         return '<p class="fl-caption">The newest replies appear here once the run has trained a step.</p>'
-    rows = "".join(sample_html(s) for s in samples)
-    return f'<p class="fl-caption">The training batch of step {step}: one reply to each of its first {len(samples)} prompts (prompt greyed).</p><div class="fl-samples">{rows}</div>'
+    shown = samples[:first]
+    rows = "".join(sample_html(s) for s in shown)
+    more = f" (all {len(samples)} and the shading's scale under “The newest replies” below)" if len(shown) < len(samples) else ""
+    return (f'<p class="fl-caption">The training batch of step {step}: one reply to each of its first {len(shown)} prompts '
+            f'(prompt greyed){more}.</p><div class="fl-samples">{rows}</div>')
 
 
 def ratio_scale_html() -> str:
