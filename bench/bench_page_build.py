@@ -1,6 +1,6 @@
 """What one page visit costs the server: building the page and its Bokeh document, in one process.
 
-    python -m bench.bench_page_build [--repeats 3] [--pages ROUTE ...] [--revealed]
+    python -m bench.bench_page_build [--repeats 3] [--pages ROUTE ...] [--revealed] [--calls]
 
 For the index, each page and the teacher's room view: the page in its template (`app.serving.server.build_page`), the
 template's Bokeh document (`server_doc`, which creates every Bokeh model), and that document as
@@ -12,12 +12,16 @@ component). A first visit opens with the guided prompts on and nothing answered;
 times the page with every prediction card answered too (a learner who comes back: its guarded
 parts are then built as well). The live-run and reward-model pages are timed too: their model work
 runs on the Dask cluster's worker processes (a local cluster, started by the first visit), so what
-is timed is what their visit costs the web process.
+is timed is what their visit costs the web process. `--calls` counts the Python function calls of one visit as well:
+a measure of its work that does not move with the machine's load, for comparing two checkouts.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import pstats
 import statistics
 import time
 from contextlib import contextmanager
@@ -64,6 +68,15 @@ def measure(build, repeats: int, revealed: bool = False) -> tuple[float, float, 
     return build_s, document_s, serialise_s, times[-1][3]
 
 
+def calls(build, revealed: bool = False) -> int:
+    """Python function calls of one visit (after one to warm up): the visit's work counted, unlike its seconds, the same
+    from run to run and machine to machine, so two checkouts compare within a percent where their timings cannot."""
+    visit(build, revealed)
+    profile = cProfile.Profile()
+    profile.runcall(visit, build, revealed)
+    return pstats.Stats(profile, stream=io.StringIO()).total_calls
+
+
 def builders(routes: list[str] | None = None) -> dict[str, object]:
     """Route -> a function building one visit of it ("" is the index), every page."""
     pages = available_pages()
@@ -79,12 +92,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed visits of each page (default: 3)")
     parser.add_argument("--pages", nargs="*", default=None, help="routes to time (default: the index and every page; '' is the index)")
     parser.add_argument("--revealed", action="store_true", help="time each page with every prediction card answered")
+    parser.add_argument("--calls", action="store_true", help="count the Python function calls of a visit too")
     args = parser.parse_args(argv)
     print("page visit, server CPU: build the page / its Bokeh document / the document as JSON (median)")
     for route, build in builders(args.pages).items():
         build_s, document_s, serialise_s, models = measure(build, args.repeats, args.revealed)
+        counted = f", {calls(build, args.revealed):,} function calls" if args.calls else ""
         print(f"  /{route}: {build_s * 1000:.0f} / {document_s * 1000:.0f} / {serialise_s * 1000:.0f} ms, "
-              f"total {(build_s + document_s + serialise_s):.2f} s, {models} Bokeh models")
+              f"total {(build_s + document_s + serialise_s):.2f} s, {models} Bokeh models{counted}")
     stop_model_jobs()
 
 

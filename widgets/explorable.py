@@ -63,6 +63,20 @@ FOLD_CSS = ".bk-btn { text-align: left; font-weight: 600; white-space: normal; }
 """A fold's button reads as a header: left-aligned, bold, its words wrapping on a narrow screen."""
 
 
+def layout_of(items, **params) -> pn.layout.Panel:
+    """`items` (one Panel object or a list) as one layout with `params` set: a single layout (a Viewer's too) is taken
+    as it is, anything else is put in a column. Every Bokeh model is built anew on each visit, so a page keeps out
+    the columns that would hold just one layout."""
+    items = list(items) if isinstance(items, (list, tuple)) else [items]
+    if len(items) == 1:
+        shown = items[0].__panel__() if isinstance(items[0], pn.viewable.Viewer) else items[0]
+        if isinstance(shown, pn.layout.Panel):
+            extra = {k: [*getattr(shown, k), *v] for k, v in params.items() if k in ("css_classes", "stylesheets")}
+            shown.param.update(params | extra)
+            return shown
+    return pn.Column(*items, **params)
+
+
 class Fold(pn.viewable.Viewer):
     """A button that shows or hides what it holds, one click each way.
 
@@ -79,7 +93,7 @@ class Fold(pn.viewable.Viewer):
         self._title = title
         self.button = pn.widgets.Toggle.from_param(self.param.open, name=self._label(), color="light",
                                                    sizing_mode="stretch_width", stylesheets=[FOLD_CSS], margin=(2, 10))
-        self.body = pn.Column(content, sizing_mode="stretch_width", visible=self.open)
+        self.body = layout_of(content, sizing_mode="stretch_width", visible=self.open)
 
     def _label(self) -> str:
         return f"{'▾' if self.open else '▸'} {self._title}"
@@ -89,8 +103,12 @@ class Fold(pn.viewable.Viewer):
         self.body.visible = self.open
         self.button.name = self._label()
 
+    def parts(self) -> tuple:
+        """The button and what it folds, for a column that holds them with no column of their own."""
+        return self.button, self.body
+
     def __panel__(self):
-        return pn.Column(self.button, self.body, sizing_mode="stretch_width", css_classes=["fl-fold"])
+        return pn.Column(*self.parts(), sizing_mode="stretch_width")
 
 
 def figure_first(
@@ -119,13 +137,13 @@ def figure_first(
     intro, formula, notice, why = prose
     last_card = tuple(cards)[-1] if cards else None
     about = Fold(ABOUT_TITLE, equation_card(intro, formula, notice, why=why, prediction=last_card))
-    demo = pn.Column(
-        pn.Column(*controls, sizing_mode="stretch_width", stylesheets=[COLUMN_CSS], css_classes=["fl-controls"]),
-        pn.Column(*figures, sizing_mode="stretch_width", css_classes=["fl-figures"]),
-        pn.Column(*more, sizing_mode="stretch_width", stylesheets=[COLUMN_CSS], css_classes=["fl-more"]),
-        sizing_mode="stretch_width", stylesheets=[demo_css(controls_width)], css_classes=["fl-demo"],
+    areas = (
+        layout_of(area, sizing_mode="stretch_width", stylesheets=stylesheets, css_classes=[name])
+        for area, name, stylesheets in ((controls, "fl-controls", [COLUMN_CSS]), (figures, "fl-figures", []), (more, "fl-more", [COLUMN_CSS]))
+        if area  # an empty area is left out: its grid cell stays empty
     )
+    demo = pn.Column(*areas, sizing_mode="stretch_width", stylesheets=[demo_css(controls_width)], css_classes=["fl-demo"])
     if guard is not None:
         demo = guard.guard(demo, note=guard_note)
     lead = pn.pane.HTML(f'<p class="fl-lead" style="{LEAD_STYLE}">{summary}</p>', sizing_mode="stretch_width", margin=(0, 10))
-    return pn.Column(*notices, lead, about, *cards, demo, *after, sizing_mode="stretch_width")
+    return pn.Column(*notices, lead, *about.parts(), *cards, demo, *after, sizing_mode="stretch_width")

@@ -91,7 +91,8 @@ def test_sessions_do_not_share_state():
 
 def test_the_prediction_guards_the_demo_and_the_check_yourself_uses_the_engine():
     pg = page(query={})
-    placeholder, demo = pg.__panel__()[4]  # the demo, behind its placeholder
+    # The demo, behind its placeholder (widgets.predict.PredictionCard.guard)
+    placeholder, demo = next(part for part in pg.__panel__() if any("fl-guarded" in p.css_classes for p in getattr(part, "objects", ())))
     assert placeholder.visible and not demo.visible and not pg.predict_card.revealed
     assert pg.predict_card.answer == "mean"  # seed 001 section 4: the mean never moves with b
     pg.predict_card.commit("sd")

@@ -64,13 +64,19 @@ def test_sampled_set_accuracy_and_its_standard_error():
         assert frequency == pytest.approx(sample["prefers_a"][sample["gap"] == gap].mean())
 
 
+def area(pg, name: str):
+    """The area `name` of the page's demo (widgets.explorable.figure_first)."""
+    demo = next(part for part in pg.__panel__() if "fl-demo" in part.css_classes)
+    return next(part for part in demo if name in part.css_classes)
+
+
 def test_same_seed_same_sample_and_new_seed_button(monkeypatch):
     a, b = (labelled_set(LabelledSetSettings(gaps="seed", tau=0.5, n=200, seed=7)) for _ in range(2))
     np.testing.assert_array_equal(a["prefers_a"], b["prefers_a"])
     assert set(np.unique(a["gap"])) <= set(SEED_GAPS)
     monkeypatch.setattr("widgets.run_controls.secrets.randbelow", lambda high: 42)
     pg = page(query={"seed": "5"})
-    button = pg.__panel__()[5][2][1][1]  # the demo's more: the seed's row, its button
+    button = area(pg, "fl-more")[1][1]  # the seed's row, its button
     button.clicks += 1
     assert pg.seed == 42
     assert f"(seed {pg.seed})" in pg.summary.object
@@ -85,7 +91,7 @@ def test_bad_link_values_fall_back_with_a_notice(query, bad):
 
 def test_the_predictions_guard_the_ceiling_until_answered():
     pg = page(query={})
-    placeholder, results = pg.__panel__()[5][1][0]  # the demo's figures: their placeholder, then the plots
+    placeholder, results = area(pg, "fl-figures")  # their placeholder, then the plots (one guard, the area itself)
     assert placeholder.visible and not results.visible
     assert pg.compare_card.answer == "comparisons" and pg.ceiling_card.answer == "ceiling"
     assert "about 0.79" in pg.ceiling_card.choices["ceiling"]

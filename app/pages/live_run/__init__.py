@@ -216,7 +216,7 @@ class LiveRunPage(pn.viewable.Viewer):
             summary=SUMMARY, prose=(INTRO, EQUATION, NOTICE, WHY), cards=(self.predict_card,), notices=(self.notice,),
             controls=(
                 self.run_job.job,
-                self.settings_fold,
+                *self.settings_fold.parts(),
                 self.display.curves.legend,
                 self.display.goodhart,
                 plot_with_downloads(self.display.curves.reward, {"metrics": self.display.curves.steps, "evals": self.display.curves.evals},
