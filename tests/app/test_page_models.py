@@ -3,8 +3,8 @@ a first slider step sends no stylesheet; every page's document passes Bokeh's in
 server skips on each visit (app.serving.server.skip_document_validation).
 
 A page's visit costs the server about a millisecond of CPU per Bokeh model (building, documenting and
-serialising it), so the count is what a change could quietly double. The ceilings are the counts of
-2026-12-03 (after the sections built on first view) with about a tenth of room: a first visit (guided prompts on, nothing answered, so the
+serialising it), so the count is what a change could quietly double. The ceilings are the counts with about a tenth
+of room: a first visit (guided prompts on, nothing answered, so the
 parts behind a question are not built) and a visit with every card answered; either opens each page's
 first section only (the others are built when their tab is first opened). No timing is asserted.
 """
@@ -21,15 +21,14 @@ from app.pages import available_pages
 from bench.bench_page_build import builders, prompts, visit
 from bench.bench_slider_moves import next_value, sliders
 
-FIRST_VISIT = {"": 35, "baselines": 45, "toy-target": 135, "bandit": 80, "token-world": 140, "kl": 62, "preferences": 56,
-               "live-run": 165, "reward-model": 145, "group-baselines": 47}
-"""Ceilings of a first visit (measured: index 30, baselines 40, toy target 122, bandit 70, token world 126, KL 55,
-preferences 50, live run 137, reward models 132; on 2026-12-07, with the figure-first layout and the live run's
-advantage menu, live run 157 and group baselines 43)."""
+FIRST_VISIT = {"": 35, "baselines": 45, "toy-target": 135, "bandit": 80, "token-world": 140, "kl": 64, "preferences": 58,
+               "live-run": 165, "reward-model": 145, "group-baselines": 45}
+"""Ceilings of a first visit, about a tenth above the counts measured on 2026-12-07 with the figure-first layout: index
+28, baselines 41, toy target 120, bandit 70, token world 119, KL 58, preferences 53, live run 153, reward models 135,
+group baselines 41."""
 ANSWERED = {"": 35, "baselines": 135, "toy-target": 135, "bandit": 230, "token-world": 141, "kl": 176, "preferences": 173,
             "live-run": 165, "reward-model": 146, "group-baselines": 141}
-"""Ceilings with every card answered (measured: 30, 123, 123, 210, 128, 160, 157, 137, 133; on 2026-12-07 live run 158,
-group baselines 135)."""
+"""Ceilings with every card answered (measured on 2026-12-07: 28, 118, 121, 192, 121, 157, 152, 154, 136, 132)."""
 MODEL_PAGES = {"live-run", "reward-model"}
 """Pages whose visit starts model work on the cluster: what it has finished by then (a gold score's lines) adds models."""
 
