@@ -1,10 +1,11 @@
 """A class presses Start: N learners start live runs within seconds of each other, with the same or K distinct settings.
 
-    python -m bench.class_runs [--learners 30] [--distinct 1] [--steps 300] [--within 10] [--with-load] [--web-processes N] [--json]
+    python -m bench.class_runs [--learners 30] [--distinct 1] [--steps 300] [--within 10] [--with-load] [--web-processes N] [--cold] [--json]
     python -m bench.class_runs --distinct 6          # beta 0, 0.05, 0.2 x seed 0, 1
     python -m bench.class_runs --distinct 8 --runs-per-device 6   # two runs wait: their estimated start is checked
 
 starts `python -m app.cli serve` on a free localhost port (run folders in a temporary folder),
+waits until it has settled (its web processes started, its worker's default model loaded; `--cold`: not),
 then N learners, spread evenly over `--within` seconds, open /live-run with the seed's batch and
 `--steps` steps and press Start. Learner k asks for the k-th of the K settings (in turn): beta
 0.05, 0, 0.2 with seed 0, then the same with seed 1, ... (`--distinct 1`: the page's defaults).
@@ -41,6 +42,7 @@ from bench.load_test import (
     learner,
     probe,
     server_log_problems,
+    settled,
     summary,
 )
 from bench.servers import start_server, stop_server
@@ -180,7 +182,8 @@ async def class_presses_start(base: str, learners: int, distinct: int, steps: in
 def report_text(r: dict) -> str:
     f, lines = r["first_step_s"], []
     lines.append(f"{r['learners']} learners pressed Start within {r['within_s']:g} s, {r['distinct']} distinct settings, "
-                 f"{r['steps']} steps each")
+                 f"{r['steps']} steps each, " + ("as soon as the server answered" if r.get("settled_after_s") is None else
+                                                  f"once the server had settled ({r['settled_after_s']:.0f} s after it answered)"))
     lines.append(f"press to first step: p50 {f.get('p50', float('nan')):.1f} s, p95 {f.get('p95', float('nan')):.1f} s, "
                  f"last {f['last'] or float('nan'):.1f} s; {f['missing']} learners saw none")
     for query, run in r["runs"].items():
@@ -220,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--longest", type=float, default=1200.0, help="seconds before the test gives up (default: 1200)")
     parser.add_argument("--web-processes", type=int, default=1, metavar="N",
                         help="the server's web processes, behind nginx; each learner a new browser (default: 1)")
+    parser.add_argument("--cold", action="store_true",
+                        help="press Start as soon as the server answers, while it starts up (default: once it has settled)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
     if args.learners < 1 or not 1 <= args.distinct <= args.learners or args.steps < 1 or args.web_processes < 1:
@@ -229,8 +234,10 @@ def main(argv: list[str] | None = None) -> None:
     server = start_server("--max-sessions", "200", "--web-processes", str(args.web_processes), *options,
                           env={"FEEDBACK_LAB_RUNS": str(runs)}, up_seconds=300)
     try:
+        waited = 0.0 if args.cold else asyncio.run(settled(server, longest=300))
         report = asyncio.run(class_presses_start(server.url, args.learners, args.distinct, args.steps, args.within,
                                                  args.timeout, args.with_load, args.longest, server.process.pid))
+        report["settled_after_s"] = None if args.cold else waited
     finally:
         stop_server(server)
     report["run_folders"] = len(list(runs.glob("*/config.json")))

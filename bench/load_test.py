@@ -224,20 +224,34 @@ def web_resident_mb(server: Server) -> dict[str, float]:
     return {key: sum(r[key] for r in each) for key in each[0]}
 
 
+def server_cpu_seconds(server: Server) -> float:
+    """CPU seconds so far of every process of the server: its web processes, its local Dask cluster, nginx."""
+    import psutil
+
+    pids = [server.process.pid]
+    try:
+        pids += [child.pid for child in psutil.Process(server.process.pid).children(recursive=True)]
+    except psutil.Error:
+        pass
+    return sum(cpu_seconds(pid) for pid in pids)
+
+
 SETTLED_SHARE = 0.2
 SETTLED_WINDOW = 2.0
-"""A server has settled once its process used less than SETTLED_SHARE of a core over SETTLED_WINDOW seconds: the sessions
-it builds ahead (app/serving/ready_pages.py) are all built."""
+"""A server has settled once its processes together used less than SETTLED_SHARE of a core per web process over
+SETTLED_WINDOW seconds: the sessions it builds ahead (app/serving/ready_pages.py) are all built, and its cluster's
+worker has loaded the default model (app.jobs.model_jobs.warm_up)."""
 
 
-async def settled(server: Server, longest: float = 60.0) -> None:
-    """Wait until the server has been nearly idle for a window (at most `longest` seconds)."""
-    deadline = time.monotonic() + longest
-    while time.monotonic() < deadline:
-        before = web_cpu_seconds(server)
+async def settled(server: Server, longest: float = 60.0) -> float:
+    """Wait until the server has been nearly idle for a window (at most `longest` seconds); the seconds waited."""
+    start = time.monotonic()
+    while time.monotonic() < start + longest:
+        before = server_cpu_seconds(server)
         await asyncio.sleep(SETTLED_WINDOW)
-        if web_cpu_seconds(server) - before < SETTLED_SHARE * len(web_pids(server)) * SETTLED_WINDOW:
-            return
+        if server_cpu_seconds(server) - before < SETTLED_SHARE * len(web_pids(server)) * SETTLED_WINDOW:
+            break
+    return time.monotonic() - start
 
 
 def machine_load() -> str:
@@ -744,18 +758,20 @@ async def burst(base: str, route: str, learners: int, timeout: float) -> dict:
     return {"route": route, "learners": learners, "ready": summary(ready), "errors": errors}
 
 
-def run_bursts(routes: list[str], learners: int, timeout: float, ready_pages: int | None = None, web_processes: int = 1) -> list[dict]:
+def run_bursts(routes: list[str], learners: int, timeout: float, ready_pages: int | None = None, web_processes: int = 1,
+               settle: bool = False) -> list[dict]:
     """One fresh server per page (nothing warm from the page before), its bursts' figures and log problems.
 
-    With `ready_pages`, the server keeps that many sessions of each page built ahead and the burst waits until it has
-    settled (all of them built), as a lesson's server started a few minutes before its learners come.
+    With `settle` the burst waits until the server has settled, as a lesson's server started a few minutes before its
+    learners come; with `ready_pages` too, the server keeps that many sessions of each page built ahead (all of them
+    built once settled).
     """
     reports = []
     for route in routes:
         server = start_server("--max-sessions", str(max(60, 2 * learners)), "--web-processes", str(web_processes),
                               *(("--ready-pages", str(ready_pages)) if ready_pages is not None else ()), up_seconds=300)
         try:
-            if ready_pages is not None:
+            if settle or ready_pages is not None:
                 asyncio.run(settled(server, longest=600))
             report = asyncio.run(burst(server.url, route, learners, timeout)) | {"web_processes": web_processes}
             report["server_log_problems"] = server_log_problems(server.log())
@@ -908,6 +924,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="+", default=["baselines", "token-world"], help="the pages of --burst (default: baselines token-world)")
     parser.add_argument("--ready-pages", type=int, default=None, metavar="N",
                         help="with --burst: the server keeps N sessions of each page built ahead, and the burst waits until they are")
+    parser.add_argument("--settled", action="store_true",
+                        help="--burst waits until the server has settled (its start-up done) rather than coming as it answers")
     parser.add_argument("--room", action="store_true",
                         help="the teacher's room view open, and every learner answers the cards it meets, counted in the room")
     parser.add_argument("--web-processes", type=int, default=1, metavar="N", help="the server's web processes (default: 1)")
@@ -920,7 +938,7 @@ def main(argv: list[str] | None = None) -> None:
                      "--compare not negative")
     counts = [1, args.compare] if args.compare else [args.web_processes]
     if args.burst:
-        runs = [run_bursts(args.pages, args.burst, args.timeout, args.ready_pages, n) for n in counts]
+        runs = [run_bursts(args.pages, args.burst, args.timeout, args.ready_pages, n, args.settled) for n in counts]
         if args.json:
             print(json.dumps(runs if args.compare else runs[0], indent=1))
             return

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.class_runs import class_presses_start, settings_query
+from bench.load_test import settled
 from bench.servers import start_server, stop_server
 
 pytestmark = pytest.mark.server  # every test here starts a process (an app server, nginx, or the Dask cluster the model jobs run on)
@@ -18,6 +19,7 @@ def run_class(learners: int, distinct: int) -> tuple[dict, Path]:
     runs = Path(tempfile.mkdtemp(prefix="fl-class-"))
     server = start_server("--max-sessions", "50", "--max-runs-per-device", "2", env={"FEEDBACK_LAB_RUNS": str(runs)})
     try:
+        asyncio.run(settled(server, longest=300))  # its start-up done, as a lesson's server: it is not what is tested here
         report = asyncio.run(class_presses_start(server.url, learners, distinct, 4, 1.0, 60.0, False, 300.0))
         assert "Traceback" not in server.log()
     finally:
