@@ -1,6 +1,6 @@
 """A classroom on one server: N learners for D seconds while a language-model run trains.
 
-    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--room] [--web-processes N | --compare N] [--json]
+    python -m bench.load_test [--sessions 30] [--seconds 300] [--no-run] [--room] [--web-processes N | --compare N [N ...]] [--json]
     python -m bench.load_test --burst 30 [--pages baselines token-world] [--ready-pages M] [--compare N] [--json]
 
 starts `python -m app.cli serve` on a free localhost port with its default limits but room for
@@ -929,14 +929,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--room", action="store_true",
                         help="the teacher's room view open, and every learner answers the cards it meets, counted in the room")
     parser.add_argument("--web-processes", type=int, default=1, metavar="N", help="the server's web processes (default: 1)")
-    parser.add_argument("--compare", type=int, default=0, metavar="N",
-                        help="run the same test on a server of 1 web process, then of N, and print them side by side")
+    parser.add_argument("--compare", type=int, nargs="+", default=[], metavar="N",
+                        help="run the same test on a server of 1 web process, then of each N, and print them side by side")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
-    if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1 or args.web_processes < 1 or args.compare < 0:
-        parser.error("--sessions, --moves and --web-processes must be at least 1, --seconds more than 0 and --burst and "
-                     "--compare not negative")
-    counts = [1, args.compare] if args.compare else [args.web_processes]
+    if args.sessions < 1 or args.seconds <= 0 or args.burst < 0 or args.moves < 1 or args.web_processes < 1 or any(n < 1 for n in args.compare):
+        parser.error("--sessions, --moves, --web-processes and each --compare must be at least 1, --seconds more than 0 "
+                     "and --burst not negative")
+    counts = list(dict.fromkeys([1, *args.compare])) if args.compare else [args.web_processes]
     if args.burst:
         runs = [run_bursts(args.pages, args.burst, args.timeout, args.ready_pages, n, args.settled) for n in counts]
         if args.json:
