@@ -5,6 +5,7 @@ one 'cpu' slot, started on first use, shared by every test of the session). The 
 generators of this module, sent to the worker by value.
 """
 
+import asyncio
 import gc
 import os
 import signal
@@ -37,7 +38,8 @@ from app.jobs.scheduler_upkeep import (
     ForgetFinishedSpans,
     ForgetOrphanedStreams,
 )
-from bench.servers import wait_until
+from bench.load_test import settled
+from bench.servers import free_port, start_server, stop_server, wait_until
 from engines.lm.preferences import BUNDLED_PAIRS, load_pairs
 from engines.lm.reward_model import RewardModelSettings
 from engines.lm.settings import LMSettings
@@ -149,8 +151,6 @@ def test_a_served_local_cluster_listens_on_loopback_only_and_not_on_dask_s_fixed
     listening beyond loopback): `feedback-lab serve`'s web process (with the nannies), its scheduler's process and its
     worker's listen on loopback only, the web server too by default (--address localhost)."""
     import psutil
-
-    from bench.servers import start_server, stop_server
 
     server = start_server()
     try:
@@ -461,8 +461,6 @@ def test_a_queued_sentence_names_the_device_and_the_place():
 def test_serve_with_a_scheduler_that_does_not_answer_says_so_and_exits_2():
     import subprocess
 
-    from bench.servers import free_port
-
     done = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--port", str(free_port()), "--scheduler",
                            f"tcp://127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
@@ -475,13 +473,16 @@ def test_a_local_schedulers_own_process_and_its_workers_exit_with_their_web_proc
     """The local cluster's scheduler runs in a process of its own (so its records of jobs grow no web process) and
     does not outlive a web process killed with kill -9, nor do the workers: nothing trains on unattended. SIGTERM
     (`docker stop`, Compose, systemd) stops the server as Ctrl-C does: status 0, through its exit handlers, which
-    close the cluster, so no worker's semaphore is left for the resource tracker to report."""
-    import psutil
+    close the cluster, so no worker's semaphore is left for the resource tracker to report.
 
-    from bench.servers import start_server, stop_server
+    The signal comes once the server has settled: during its start-up the worker is loading the default model on a
+    thread it must finish before it exits, and a worker that takes longer than its nanny's close allows is killed.
+    """
+    import psutil
 
     server, processes = start_server(), []
     try:
+        asyncio.run(settled(server, longest=120))
         processes = psutil.Process(server.process.pid).children(recursive=True)
         (scheduler,) = [p for p in processes if p.cmdline()[1:4] == ["-m", "dask", "spec"]]
         assert "distributed.Scheduler" in " ".join(scheduler.cmdline())
