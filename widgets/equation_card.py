@@ -2,16 +2,58 @@
 
 from __future__ import annotations
 
+import functools
+import re
+
 import panel as pn
 
-EQUATION_CSS = ":host { overflow-x: auto; overflow-y: hidden; }"
-"""An equation wider than its box (on a phone, whose width the box takes: assets/page.html) scrolls inside the box
-instead of past the page's edge."""
+EQUATION_CSS = ":host { overflow-x: auto; overflow-y: hidden; text-align: center; }"
+"""The equation's lines centred across the page; a part wider than its box (on a phone, whose width the box takes:
+assets/page.html) scrolls inside the box instead of past the page's edge."""
+GATHERED = (r"\begin{gathered}", r"\end{gathered}")
+ROW_SEPARATOR = re.compile(r"\\\\\s*")
+PART_SEPARATOR = re.compile(r"\\q?quad(?![A-Za-z])\s*")
+PART_GAP = "&emsp;&emsp;"
+"""Between two parts of a line: the width of \\qquad, in em spaces, at which a line may break."""
 
 
 def equation(latex: str, **kwargs) -> pn.pane.LaTeX:
-    """A displayed equation (LaTeX, without the $$), scrolling inside its box when wider than the page."""
-    return pn.pane.LaTeX(f"$${latex}$$", stylesheets=[EQUATION_CSS], margin=(0, 10), **kwargs)
+    """A displayed equation (LaTeX, without the $$) whose parts go onto lines of their own when the page is narrow."""
+    return pn.pane.LaTeX(breakable(latex), stylesheets=[EQUATION_CSS], margin=(0, 10), **{"sizing_mode": "stretch_width", **kwargs})
+
+
+@functools.lru_cache(maxsize=64)
+def breakable(latex: str) -> str:
+    """The LaTeX pane's text for the displayed equation `latex`: lines of parts, each inline math in display style.
+
+    KaTeX never breaks display math, and breaks inline math only between top-level atoms, none of which is left
+    once \\displaystyle opens the formula (KaTeX's docs, "Line breaks"). So each part, the formulas that `latex`
+    separates by a top-level \\quad or \\qquad, is inline math of its own, the gap between two parts is where the
+    browser breaks a line on a narrow page, and each row of a gathered environment is a line of its own.
+    """
+    rows = _top_level_split(_without(latex, GATHERED), ROW_SEPARATOR)
+    return "<br>".join(PART_GAP.join(f"$\\displaystyle {part}$" for part in _top_level_split(row, PART_SEPARATOR))
+                       for row in rows)
+
+
+def _without(latex: str, environment: tuple[str, str]) -> str:
+    """`latex` without the environment that wraps all of it, if one does."""
+    begin, end = environment
+    latex = latex.strip()
+    return latex[len(begin):-len(end)] if latex.startswith(begin) and latex.endswith(end) else latex
+
+
+def _top_level_split(latex: str, separator: re.Pattern) -> list[str]:
+    """`latex` cut at each match of `separator` outside braces (a \\quad inside a \\frac's argument stays)."""
+    parts, start, depth = [], 0, 0
+    for position, char in enumerate(latex):
+        depth += {"{": 1, "}": -1}.get(char, 0) if latex[position - 1:position] != "\\" else 0
+        match = separator.match(latex, position) if depth == 0 and position >= start else None
+        if match:
+            parts.append(latex[start:position].strip())
+            start = match.end()
+    parts.append(latex[start:].strip())
+    return [part for part in parts if part]
 
 
 def equation_card(intro: str, formula: str, notice: str, *, why: str | None = None, prediction=None) -> pn.Column:

@@ -1,5 +1,7 @@
 """Every page on a phone: Chromium emulating a 390 x 844 touch screen, as a learner's phone lays the page out."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -107,4 +109,28 @@ def test_first_plot_is_in_view_with_the_first_slider_at_the_top(open_page, conso
     found = page.evaluate(FIRST_SLIDER_AND_PLOT, True)
     assert found is not None, "no slider or no plot shown"
     assert found["inView"], f"slider at {found['slider']}, plot at {found['plot']} px, screen {found['height']} px high"
+    assert console_errors == []
+
+
+EQUATION_WIDTHS = """
+(part) => {
+  const host = part.getRootNode().host;
+  const parts = [...part.getRootNode().querySelectorAll('.katex')].map((k) => k.getBoundingClientRect().width);
+  return { box: host.clientWidth, content: host.scrollWidth, widestPart: Math.max(...parts), parts: parts.length };
+}
+"""
+"""The equation's box and content widths, and its parts' (each formula between two of the page's gaps)."""
+
+
+@pytest.mark.parametrize("route", [*ANALYTIC, "group-baselines", "live-run"])
+def test_an_equation_wraps_its_parts_onto_lines_of_their_own(open_page, console_errors, route):
+    """An equation is wider than its box on a phone only where one formula alone is (the live run's per-token reward):
+    its parts wrap onto lines of their own, instead of scrolling past the edge."""
+    page = open_page(route)
+    page.get_by_role("button", name=re.compile("About this page")).click()
+    part = page.locator(".equation-card .katex").first
+    expect(part).to_be_visible()
+    widths = part.evaluate(EQUATION_WIDTHS)
+    assert widths["parts"] >= 2
+    assert widths["content"] <= max(widths["box"], widths["widestPart"]) + 1, widths
     assert console_errors == []
