@@ -149,7 +149,9 @@ def training_figures(curves: ColumnDataSource, arm_counts: ColumnDataSource, arm
         colour = TRAIN_COLOURS[baseline]
         band = fig.varea("step", f"{baseline}_p10", f"{baseline}_p90", source=curves, fill_color=colour, fill_alpha=0.2)
         line = fig.line("step", f"{baseline}_mean", source=curves, color=colour, line_width=2)
-        items.append(LegendItem(label=f"{TRAIN_NAMES[baseline]}: mean, 10th to 90th percentile", renderers=[line, band]))
+        # The title says what the line and the band are: a longer label made the legend wider than the plot, and it
+        # spilled over the controls beside it.
+        items.append(LegendItem(label=TRAIN_NAMES[baseline], renderers=[line, band]))
     fig.add_layout(Legend(items=items, orientation="vertical"), "below")
     factors = [str(k) for k in range(1, arms + 1)]
     bars = plot("most likely arm at the current step", "seeds", x_range=FactorRange(*factors), y_range=seeds_range, height=340)

@@ -117,8 +117,14 @@ def show_heat_axes(fig, T: int, p_a: float, threshold: int) -> None:
     fig.title.text = f"Exact V(t, k) = γ^(T−1−t) · P[k + Binomial(T − t, {p_a:.2f}) ≥ {threshold}]"
 
 
+LAMBDA_PANEL_MIN_WIDTH = 260
+"""The narrowest a λ panel is drawn, its legend inside it: where three do not fit side by side they wrap onto rows."""
+WRAP = ":host { flex-wrap: wrap; }"
+
+
 def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: ColumnDataSource):
-    """The seed's three panels side by side, one y axis shared.
+    """The seed's three panels side by side where they fit (else wrapped onto rows, the slider's critic widest), one
+    y range shared.
 
     Each panel draws one critic's bias², variance and total error against λ (exact lines, Monte
     Carlo circles, diamonds at the chosen λ, whose dashed rule `show_lambda_axes` moves).
@@ -129,7 +135,8 @@ def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: Column
     names = {"bias2": "bias²", "variance": "variance", "total": "total error"}
     figs, rules = [], []
     for i, critic in enumerate(CRITICS):
-        fig = plot("GAE λ", "squared error (value units²)" if i == 0 else "", x_range=(-0.02, 1.02), y_range=y_range, height=300)
+        fig = plot("GAE λ", "squared error (value units²)" if i == 0 else "", x_range=(-0.02, 1.02), y_range=y_range, height=300,
+                   min_width=LAMBDA_PANEL_MIN_WIDTH)
         items = []
         for column, colour in colours.items():
             line = fig.line("lam", f"{column}_{critic}", source=curves, color=colour, line_width=2)
@@ -146,7 +153,7 @@ def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: Column
     figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
     # A row, not a gridplot: a gridplot added to a tab after the page was drawn stays blank (bokeh/bokeh#13384),
     # and this section is built when its tab is first opened (widgets/sections.py).
-    return row(figs, sizing_mode="stretch_width"), figs, rules
+    return row(figs, sizing_mode="stretch_width", stylesheets=[WRAP]), figs, rules
 
 
 def show_lambda_axes(panels: list, rules: list, noise: float, lam: float) -> None:
