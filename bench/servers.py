@@ -204,8 +204,11 @@ def wait_for_health(server: Server, timeout: float = 90.0) -> None:
     raise RuntimeError(f"the app server did not answer /healthz within {timeout} s")
 
 
-def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None, up_seconds: float = 90.0) -> Server:
-    """One web process unless `options` say how many (`--web-processes N`): most tests look inside the one."""
+def start_server(*options: str, env: dict[str, str] | None = None, port: int | None = None, up_seconds: float = 90.0,
+                 own_group: bool = False) -> Server:
+    """One web process unless `options` say how many (`--web-processes N`): most tests look inside the one.
+    `own_group`: the server leads a process group of its own, as a command typed in a terminal does, so that a
+    signal can be sent to that whole group (a terminal's Ctrl-C) without reaching the caller."""
     port = port or free_port()
     if "--web-processes" not in options:
         options = (*options, "--web-processes", "1")
@@ -218,6 +221,7 @@ def start_server(*options: str, env: dict[str, str] | None = None, port: int | N
         stdout=log_path.with_name("stdout.log").open("w"),
         stderr=log_path.open("w"),
         env={**os.environ, "PYTHONUNBUFFERED": "1", "FEEDBACK_LAB_RUNS": runs, **offline, **(env or {})},
+        process_group=0 if own_group else None,
     )
     server = Server(f"http://localhost:{port}", process, log_path)
     wait_for_health(server, up_seconds)

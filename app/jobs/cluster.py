@@ -33,6 +33,7 @@ import collections
 import logging
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -634,12 +635,19 @@ def local_cluster(slots: int):
     from app.jobs.scheduler_upkeep import SchedulerProcess
 
     options = {"host": LOOPBACK, "nthreads": slots, "resources": {"cpu": slots}, "dashboard": False, "dashboard_address": None,
-               "silence_logs": logging.WARNING}
+               "silence_logs": logging.WARNING, "preload": [__name__]}
     workers = {"cpu": {"cls": Nanny, "options": options}}
     for name, device, env in local_accelerators():
         workers[name] = {"cls": Nanny, "options": options | {"resources": {device: slots}, "env": env}}
     return SpecCluster(workers=workers, scheduler={"cls": SchedulerProcess, "options": {"host": LOOPBACK}}, silence_logs=logging.WARNING,
                        name="feedback-lab")
+
+
+def dask_setup(worker) -> None:
+    """A local worker's preload (`local_cluster`): it leaves SIGINT to its server. A terminal's Ctrl-C reaches every
+    process of its foreground group, the workers too; the server then closes its cluster, which stops them, while a
+    worker stopped by the signal itself printed a KeyboardInterrupt's traceback as if it had failed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def local_accelerators() -> list[tuple[str, str, dict]]:

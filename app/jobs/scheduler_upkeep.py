@@ -213,7 +213,12 @@ class SchedulerProcess(SubprocessScheduler):
         spec = json.dumps({"cls": "distributed.Scheduler", "opts": self.scheduler_kwargs})
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "dask", "spec", "--spec", spec,
-            env={**os.environ, "DASK_INTERNAL_INHERIT_CONFIG": dask.config.serialize(settings)})
+            env={**os.environ, "DASK_INTERNAL_INHERIT_CONFIG": dask.config.serialize(settings)},
+            # A session of its own: a terminal's Ctrl-C, which reaches every process of its foreground group, stops
+            # the server, which then closes its cluster, scheduler last. Reached by the Ctrl-C too, the scheduler was
+            # gone before the cluster asked it to retire the workers, and that close waited on it (40 s to minutes).
+            # (--exit-with-parent still ends it with a server killed with kill -9.)
+            start_new_session=True)
         identity = self.scheduler_kwargs["scheduler_file"]  # written by the scheduler once it listens
         deadline = time.monotonic() + self.timeout
         while self.process.returncode is None and time.monotonic() < deadline:

@@ -5,13 +5,15 @@ nginx's generated configuration is checked by nginx itself. Then one server of t
 on one; learners of both processes pressing Start on the same settings share one run folder, which
 trains on for the learner of the second process after the first process's learners have left and stops
 when the last leaves; a forged session token is refused on each process; a web process killed with
-kill -9 is started again while the other one's learners carry on; SIGTERM stops every process.
+kill -9 is started again while the other one's learners carry on; SIGTERM stops every process, and so does a
+terminal's Ctrl-C.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
@@ -25,7 +27,7 @@ from app.jobs.cluster import Cluster
 from app.jobs.runs import read_run
 from app.serving.room import BOARD_KEY, TOKEN_VARIABLE
 from app.serving.web_processes import ROUTE_COOKIE, nginx_binary, nginx_config, web_processes_from
-from bench.load_test import PageSession
+from bench.load_test import PageSession, settled
 from bench.servers import NGINX, document_roots, get_page, pull_document, start_server, stop_server, wait_until
 from tests.app.test_deploy import listening
 
@@ -228,6 +230,25 @@ def test_sigterm_stops_every_process_it_started(two):
     assert two.process.wait(60) == 0
     gone, alive = psutil.wait_procs(started, timeout=10)
     assert alive == []
+
+
+@pytest.mark.server
+def test_a_terminals_ctrl_c_stops_every_process_in_order_without_a_traceback():
+    """Ctrl-C in the terminal of `make serve` sends SIGINT to every process of its foreground group at once: the
+    server, its web processes, nginx and its cluster's worker. The server still closes its cluster in order (the
+    scheduler, in a session of its own, is not reached by the signal; the worker leaves it to the server), exits
+    with status 0, leaves nothing running and writes no traceback."""
+    server = start_server("--web-processes", "2", own_group=True)
+    try:
+        asyncio.run(settled(server, longest=120))
+        started = psutil.Process(server.process.pid).children(recursive=True)
+        os.killpg(server.process.pid, signal.SIGINT)
+        assert server.process.wait(60) == 0
+        gone, alive = psutil.wait_procs(started, timeout=10)
+        assert alive == []
+        assert "Traceback" not in server.log()
+    finally:
+        stop_server(server)
 
 
 def _status(url: str) -> int:
