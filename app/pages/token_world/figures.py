@@ -118,8 +118,8 @@ def show_heat_axes(fig, T: int, p_a: float, threshold: int) -> None:
 
 
 LAMBDA_PANEL_MIN_WIDTH = 260
-"""The narrowest a λ panel is drawn, its legend inside it: where three do not fit side by side they wrap onto rows."""
-WRAP = ":host { flex-wrap: wrap; }"
+"""The narrowest a λ panel is drawn, its legend inside it: where three do not fit side by side they wrap onto rows
+(every Bokeh row wraps: assets/page.html)."""
 
 
 def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: ColumnDataSource):
@@ -153,7 +153,7 @@ def lambda_panels(curves: ColumnDataSource, mc: ColumnDataSource, at_lam: Column
     figs[0].title.text, figs[1].title.text = "exact V", f"V + noise {SLIGHT_NOISE:.2f}"
     # A row, not a gridplot: a gridplot added to a tab after the page was drawn stays blank (bokeh/bokeh#13384),
     # and this section is built when its tab is first opened (widgets/sections.py).
-    return row(figs, sizing_mode="stretch_width", stylesheets=[WRAP]), figs, rules
+    return row(figs, sizing_mode="stretch_width"), figs, rules
 
 
 def show_lambda_axes(panels: list, rules: list, noise: float, lam: float) -> None:
