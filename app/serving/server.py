@@ -39,6 +39,7 @@ from functools import partial
 
 import panel as pn
 import tornado.web
+from bokeh.server.session import ServerSession
 from bokeh.settings import settings as bokeh_settings
 from panel.io import document as panel_document
 from panel.io.application import build_applications
@@ -525,6 +526,33 @@ def quiet_closed_connections() -> None:
             logger.addFilter(ClosedConnectionFilter())
 
 
+LEFT_SESSION_CHECK_MS = 1000
+"""How often Bokeh's server looks for sessions to end: a page whose last connection closed ends within it."""
+
+
+def end_sessions_when_their_page_closes() -> None:
+    """End a session as soon as its last websocket closes, not `unused_session_seconds` later.
+
+    Bokeh discards a session once it has had no connection for its unused-session lifetime, a
+    grace meant for a page that has not connected yet (under load a browser may take seconds to
+    open its websocket). A page that was connected and closed (a closed tab, a page left) has
+    no such reason to wait, and its session's end is what stops its jobs: with Bokeh's 15 s
+    lifetime and 15 s checks, a learner who left held a live run's place for up to half a minute.
+    Bokeh's own `request_expiration` marks the session for its next check (`LEFT_SESSION_CHECK_MS`).
+    """
+    if getattr(ServerSession.unsubscribe, "ends_session", False):
+        return
+    unsubscribe = ServerSession.unsubscribe
+
+    def unsubscribe_and_end(self, connection) -> None:
+        unsubscribe(self, connection)
+        if self.connection_count == 0:
+            self.request_expiration()
+
+    unsubscribe_and_end.ends_session = True
+    ServerSession.unsubscribe = unsubscribe_and_end
+
+
 def skip_document_validation() -> None:
     """Build each session's document without Bokeh's integrity checks (its setting `validate_doc`, BOKEH_VALIDATE_DOC).
 
@@ -607,6 +635,7 @@ def serve(
     log_to_stderr()
     quiet_closed_connections()
     skip_document_validation()
+    end_sessions_when_their_page_closes()
     pn.config.exception_handler = session_exception
     origins = websocket_origin or default_origins(address, port)
     room.install_token(teacher or room.TeacherToken())
@@ -631,7 +660,7 @@ def serve(
         admin=admin,
         extra_patterns=[(r"/healthz", HealthHandler)],
         unused_session_lifetime_milliseconds=lifetime_ms,  # Bokeh's --unused-session-lifetime
-        check_unused_sessions_milliseconds=max(min(lifetime_ms, 17000), 1000),  # look at least as often as a session may idle
+        check_unused_sessions_milliseconds=min(lifetime_ms, LEFT_SESSION_CHECK_MS),
         websocket_max_message_size=server_limits.websocket_max_bytes,
         http_server_kwargs={"max_header_size": MAX_REQUEST_HEADER_BYTES},
     )

@@ -34,8 +34,14 @@ from tests.app.test_deploy import listening
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")
 
 TEACHER_TOKEN = "the-web-processes-teacher"
-RUN = "?steps={steps}&prompts=2&replies=2&T=8&eval_every={steps}&eval_prompts=1&eval_replies=1"
-"""A small run of the embedded model: a second or so per step on these cores."""
+LONGEST_RUN = 5000
+"""The live run's most steps, and the `two` server's --max-steps: a run this long of the small settings below takes
+minutes here (0.03 s a step), so it cannot end by itself in the seconds the test needs."""
+RUN = f"?steps={LONGEST_RUN}&prompts=2&replies=2&T=8&eval_every={LONGEST_RUN}&eval_prompts=1&eval_replies=1"
+"""A small run of the embedded model that only a stop ends."""
+STOP_SECONDS = 5.0
+"""A run stops within this long of its last learner leaving, besides the step it is in (the page's session ends at
+Bokeh's next check, within a second of its websocket closing: app.serving.server.end_sessions_when_their_page_closes)."""
 
 
 @pytest.mark.server
@@ -81,8 +87,8 @@ def children(server) -> tuple[dict[int, psutil.Process], psutil.Process]:
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    server = start_server("--web-processes", "2", env={TOKEN_VARIABLE: TEACHER_TOKEN, "FEEDBACK_LAB_RUNS": str(runs)},
-                          up_seconds=240)
+    server = start_server("--web-processes", "2", env={TOKEN_VARIABLE: TEACHER_TOKEN, "FEEDBACK_LAB_RUNS": str(runs),
+                                                       "FEEDBACK_LAB_MAX_STEPS": str(LONGEST_RUN)}, up_seconds=240)
     server.runs = runs
     yield server
     stop_server(server)
@@ -153,12 +159,12 @@ def test_learners_of_both_processes_share_one_run_which_stops_when_the_last_of_t
 
     async def learners():
         # Two learners on each process press Start on the same settings within a second.
-        pages = [await PageSession.open(f"http://127.0.0.1:{port}", "live-run", RUN.format(steps=400)) for port in ports * 2]
+        pages = [await PageSession.open(f"http://127.0.0.1:{port}", "live-run", RUN) for port in ports * 2]
         heard = [listening(page) for page in pages]
         for page in pages:
             await page.settle()
         await asyncio.gather(*(page.click("Start") for page in pages))
-        while not all(any(re.search(r"Running on cpu: [3-9] of 400", text) for text in said) for said in heard):
+        while not all(any(re.search(rf"Running on cpu: ([3-9]|\d\d+) of {LONGEST_RUN} ", text) for text in said) for said in heard):
             await asyncio.sleep(0.2)
         folders = new_folders(two.runs, before)
         # The pages of the process that lost the race to start the run follow it from the other one.
@@ -172,13 +178,16 @@ def test_learners_of_both_processes_share_one_run_which_stops_when_the_last_of_t
         for page, follower in zip(pages, follows):
             if follower:
                 await page.close()
-        return folders, follows
+        return folders, follows, time.monotonic()
 
-    folders, follows = asyncio.run(asyncio.wait_for(learners(), 300))
+    folders, follows, left = asyncio.run(asyncio.wait_for(learners(), 300))
     assert len(folders) == 1  # one run for the four learners of both processes
     assert follows in ([True, False, True, False], [False, True, False, True])
     wait_until(lambda: jobs_on_workers(two) == [], 60, "the run to stop once its last learner left")
+    stopped = time.monotonic() - left
     run = read_run(folders[0])
+    longest_step = max(m["step_time"] for m in run.metrics)
+    assert stopped < STOP_SECONDS + longest_step, f"the run stopped {stopped:.1f} s after its last learner left"
     time.sleep(2)
     assert not run.finished and read_run(folders[0]).metrics == run.metrics  # it trains no more
     assert "Traceback" not in two.log()
