@@ -28,22 +28,25 @@ carries the mean gold score g of the same replies, the truth beside the proxy.
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import time
 
 import numpy as np
 import torch
 
+from engines.lm.frozen_trunk import TrunkCapture, reference_logits, reference_model, train_top_blocks
 from engines.lm.models import load_causal_lm, resolve_device
 from engines.lm.results import EvalResult, Sample, StepResult
 from engines.lm.rewards import load_reward
 from engines.lm.sampling import (
+    ban,
     context_length,
     exact_kl,
     per_length,
     reply_logits,
     run_prompts,
     sample_per_prompt,
+    sample_with_logits,
     token_entropy,
     token_logp,
 )
@@ -95,7 +98,9 @@ class LMRun:
         if policy is None:
             policy, tokenizer = load_causal_lm(s.model, self.device)
         self.policy, self.tokenizer = policy.to(self.device).eval(), tokenizer
-        self.ref = copy.deepcopy(self.policy).requires_grad_(False)
+        self.trained = train_top_blocks(self.policy, s.trained_blocks)
+        self.ref = reference_model(self.policy, self.trained)  # pi_ref: the policy as it starts
+        self.trunk = TrunkCapture(self.policy, s.trained_blocks) if s.trained_blocks else None
         self.reward = reward if reward is not None else load_reward(s.reward, self.device)
         self.eos = tokenizer.eos_token_id
         positions = context_length(policy)
@@ -104,8 +109,9 @@ class LMRun:
         eval_ids, eval_lengths, eval_texts = run_prompts(
             tokenizer, s.prompt_set, "heldout", s.prompt_tokens, s.T, positions, s.eval_prompts, "eval_prompts")
         self.eval_ids, self.eval_lengths, self.eval_texts = eval_ids[: s.eval_prompts], eval_lengths[: s.eval_prompts], eval_texts[: s.eval_prompts]
-        self.opt = torch.optim.Adam(self.policy.parameters(), lr=s.learning_rate)
+        self.opt = torch.optim.Adam(self.trained, lr=s.learning_rate)
         self.parameters = sum(p.numel() for p in self.policy.parameters())
+        self.trained_parameters = sum(p.numel() for p in self.trained)
 
     def decode_tokens(self, y: torch.Tensor) -> list[tuple[str, ...]]:
         """(N, T) ids -> each reply as a tuple of T token strings."""
@@ -116,6 +122,29 @@ class LMRun:
     def sample(self, x: torch.Tensor, lengths: torch.Tensor, K: int, generator: torch.Generator) -> torch.Tensor:
         """(N_p K, T) replies of the policy to (N_p, P_max) prompts of (N_p,) `lengths`, K each in consecutive rows."""
         return sample_per_prompt(self.policy, x, lengths, K, self.settings.T, self.eos, generator)
+
+    def sample_scored(self, x: torch.Tensor, lengths: torch.Tensor, K: int,
+                      generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(N, T) replies sampled from the policy, K to each prompt in consecutive rows; the (N, T, V) policy logits that
+        predicted them, WITH gradient (the sampling pass itself); and the reference's (N, T, V), without.
+
+        With a frozen trunk the reference runs only its top blocks, on the trunk's states of the sampling pass
+        (engines/lm/frozen_trunk.py); else a full pass of its own.
+        """
+        s = self.settings
+
+        def one_length(xp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            with self.trunk.recording() if self.trunk else contextlib.nullcontext():
+                y, lg = sample_with_logits(self.policy, xp, s.T, self.eos, generator, K)  # (n K, T), (n K, T, V)
+            with torch.inference_mode():
+                if self.trunk:
+                    ids = torch.cat([xp.repeat_interleave(K, 0), y[:, :-1]], 1)  # (n K, P + T - 1)
+                    ref_lg = ban(reference_logits(self.ref, s.trained_blocks, self.trunk.hidden(K), ids, s.T).float(), self.eos)
+                else:
+                    ref_lg = reply_logits(self.ref, xp, y, self.eos)
+            return tuple(t.unflatten(0, (-1, K)) for t in (y, lg, ref_lg))  # rows per prompt, for per_length
+
+        return tuple(t.flatten(0, 1) for t in per_length(one_length, lengths, x))
 
     def logits(self, model, x: torch.Tensor, lengths: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """(N, T, V) logits of `model` (policy or reference) that predicted each token of the (N, T) replies `y`."""
@@ -129,12 +158,9 @@ class LMRun:
         started = time.perf_counter()
         batch = rng.choice(len(self.train_texts), s.prompts, replace=False)
         x, lengths = self.train_ids[batch].to(dev), self.train_lengths[batch].to(dev)  # (N_p, P), (N_p,): each prompt once
-        y = self.sample(x, lengths, K, generator)  # (N, T), N = N_p K, no gradient
-        y = y.clone()  # an ordinary tensor again: backward keeps it as gather's index, which an inference tensor cannot be
-        lg = self.logits(self.policy, x, lengths, y)  # (N, T, V) WITH gradient
+        y, lg, ref_lg = self.sample_scored(x, lengths, K, generator)  # (N, T), N = N_p K; (N, T, V) WITH gradient; (N, T, V)
         logp = token_logp(lg, y)  # log pi_theta(y_t | s_t)
-        with torch.inference_mode():
-            ref_logp = token_logp(self.logits(self.ref, x, lengths, y), y)  # log pi_ref(y_t | s_t)
+        ref_logp = token_logp(ref_lg, y)  # log pi_ref(y_t | s_t)
         prompts = [self.train_texts[i] for i in batch for _ in range(K)]
         replies = self.tokenizer.batch_decode(y.tolist())
         R, p_pos = self.reward.score(prompts, replies)  # (N,) log-odds, P(positive)
@@ -146,7 +172,7 @@ class LMRun:
         loss = -(A * logp).mean()  # the REINFORCE loss of seed 000 section 6.5
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), s.clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.trained, s.clip)
         self.opt.step()
         kl_rows = kl_tok.cpu().numpy()
         keep = [i * K for i in range(s.keep_samples)]

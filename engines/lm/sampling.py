@@ -62,17 +62,31 @@ def sample_replies(model, x: torch.Tensor, T: int, eos: int | None, generator: t
     consecutive rows. The prompt goes through the model once (`prefill`), then each new token
     reuses the key-value cache; no forward follows the last token.
     """
+    return sample_with_logits(model, x, T, eos, generator, K, keep_logits=False)[0]
+
+
+def sample_with_logits(model, x: torch.Tensor, T: int, eos: int | None, generator: torch.Generator, K: int = 1,
+                       keep_logits: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`sample_replies`, keeping the (N, T, V) float32 logits that predicted each sampled token, EOS banned (`reply_logits`'s).
+
+    Called under gradient, the logits carry it: the pass that drew the replies is then also the policy's
+    differentiated forward pass, the same function of the parameters as `reply_logits` computes afresh. Tokens are
+    drawn from detached copies, so sampling itself is never differentiated.
+    """
     cache_kw = cache_keyword(model)
+    kept = []
     with autocast(x.device):
         cache, logits = prefill(model, x, K)  # (N, V) logits that predict y_0
         y = torch.empty(x.shape[0] * K, T, dtype=torch.long, device=x.device)
         for t in range(T):
-            probs = F.softmax(ban(logits.float(), eos), -1)  # (N, V), EOS has probability 0
+            if keep_logits:
+                kept.append(logits)
+            probs = F.softmax(ban(logits.detach().float().clone(), eos), -1)  # (N, V), EOS has probability 0
             y[:, t] = torch.multinomial(probs, 1, generator=generator)[:, 0]
             if t < T - 1:
-                out = model(y[:, t : t + 1], use_cache=True, **{cache_kw: cache})
+                out = model(y[:, t : t + 1].clone(), use_cache=True, **{cache_kw: cache})  # a copy: the embedding's backward keeps it
                 cache, logits = output_cache(out), out.logits[:, -1]
-    return y
+    return y, ban(torch.stack(kept, 1).float(), eos) if keep_logits else None  # (N, T), (N, T, V)
 
 
 def reply_logits(model, x: torch.Tensor, y: torch.Tensor, eos: int | None) -> torch.Tensor:
@@ -135,14 +149,17 @@ def per_length(fn, lengths: torch.Tensor, x: torch.Tensor, *rows_of: torch.Tenso
 
     `x` is (N, P_max) right-padded prompt ids with (N,) `lengths`; the models take prompts
     of one length (no padding, no attention mask), so rows go through one length at a time.
-    With a single length this is the plain call fn(x, *rows_of).
+    With a single length this is the plain call fn(x, *rows_of). `fn` may return a tuple of such tensors.
     """
     values = torch.unique(lengths)
     if len(values) == 1:
         return fn(x[:, : int(values[0])], *rows_of)
     groups = [torch.nonzero(lengths == L)[:, 0] for L in values]
     outs = [fn(x[rows, : int(L)], *(t[rows] for t in rows_of)) for L, rows in zip(values, groups)]
-    return torch.cat(outs)[torch.argsort(torch.cat(groups))]
+    order = torch.argsort(torch.cat(groups))
+    if isinstance(outs[0], tuple):  # several results per row: each put back in row order
+        return tuple(torch.cat(parts)[order] for parts in zip(*outs))
+    return torch.cat(outs)[order]
 
 
 def context_length(model) -> int | None:
