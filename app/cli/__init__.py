@@ -35,7 +35,7 @@ from app.cli.options import add_settings_options, settings_from_args
 from app.jobs.cluster import SCHEDULER_VARIABLE
 from app.serving import limits, offered, web_processes
 from app.serving.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
-from engines.lm.settings import EMBEDDED, is_folder
+from engines.lm.settings import is_folder, is_shipped
 
 COMMANDS = {
     "train-lm": ("app.cli.train_lm", "add_arguments", "run", "train a language model with REINFORCE, as the live-run page does"),
@@ -152,7 +152,7 @@ def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
     from app.serving.server import serve  # panel loads only when the app is served
 
     cluster.install(jobs)
-    if offer.models[0] == EMBEDDED or is_folder(offer.models[0]):  # on this machine: loading downloads nothing
+    if is_shipped(offer.models[0]) or is_folder(offer.models[0]):  # on this machine: loading downloads nothing
         from app.jobs.model_jobs import warm_up
 
         warm_up(offer.models[0], jobs)  # a class's first Start then finds the default model loaded

@@ -163,6 +163,7 @@ def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str]
     """
     import torch
 
+    from engines.lm.frozen_trunk import trainable_copy
     from engines.lm.models import resolve_device
     from engines.lm.reinforce import LMRun
 
@@ -171,7 +172,8 @@ def train_on_worker(settings: LMSettings, runs_dir: str, sources: dict[str, str]
         torch.set_num_threads(1)
     policy, tokenizer = MODELS.model(settings.model, device, sources["model"])
     reward = MODELS.reward(settings.reward, device, sources["reward"])
-    lm = LMRun(settings, policy=copy.deepcopy(policy), tokenizer=copy.deepcopy(tokenizer), reward=copy.deepcopy(reward))
+    lm = LMRun(settings, policy=trainable_copy(policy, settings.trained_blocks), tokenizer=copy.deepcopy(tokenizer),
+               reward=copy.deepcopy(reward))
     folder = new_run_folder(Path(runs_dir), settings)
     yield RunFolder(folder, str(device))
     with RunWriter(folder, run_config(settings, lm) | {"run_key": key}) as writer:

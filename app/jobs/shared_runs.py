@@ -50,7 +50,7 @@ from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
 from app.jobs.model_jobs import LiveRun, LiveState, live_snapshots, run_steps
 from app.jobs.run_registry import Registry, Seen
 from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
-from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, REWARD_PREFIX, LMSettings, is_folder
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, PACKAGED, REWARD_PREFIX, LMSettings, is_folder
 
 LOG = logging.getLogger("feedback_lab")
 KEY_FORMAT = 1
@@ -86,6 +86,8 @@ def source_stamp(name: str) -> list | str:
         return _files_stamp(Path(name[len(REWARD_PREFIX):]))
     if name == "vader":
         return f"vaderSentiment {metadata.version('vaderSentiment')}"
+    if name in PACKAGED:
+        return f"{PACKAGED[name].distribution} {PACKAGED[name].version}"
     if is_folder(name):
         folder = Path(name).expanduser()
         return _files_stamp(folder) if folder.is_dir() else name

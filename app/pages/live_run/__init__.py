@@ -11,6 +11,7 @@ inputs in inputs.py and the room's runs in runs_table.py; the server's limits (a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 from pathlib import Path
@@ -47,7 +48,7 @@ from app.serving.limits import bound_controls, clamp_query
 from app.serving.limits import current as current_limits
 from app.serving.offered import current as current_offer
 from app.serving.offered import offer_menu, reward_options, start_problem
-from engines.lm.settings import DEVICES, LMSettings, default_lr
+from engines.lm.settings import DEVICES, LMSettings, Recipe, default_lr
 from widgets.downloads import plot_with_downloads
 from widgets.explorable import Fold, figure_first
 from widgets.predict import PredictionCard, card_spec, session_guide
@@ -67,6 +68,8 @@ KEEP_SAMPLES = DEFAULTS.keep_samples
 COLLAPSE = card_spec("live-run/collapse", PREDICT, PREDICT_CHOICES, "collapse")
 CARDS = (COLLAPSE,)
 """The page's prediction card (the room's tally lists it)."""
+RECIPE_FIELDS = tuple(f.name for f in dataclasses.fields(Recipe))
+"""The settings a model's recipe sets: they follow the model chosen."""
 RUN_COLUMN = 480
 """The widest of the column of Start, the settings and the reward curve: Start, Stop and the progress bar on one line."""
 
@@ -86,6 +89,7 @@ class LiveRunPage(pn.viewable.Viewer):
     replies = LM.integer("replies", "Replies per prompt K", bounds=(2, 16))
     advantage = LM.selector("advantage", "Advantage over the K replies", objects=ADVANTAGE_LABELS)
     T = LM.integer("T", "Reply length T (tokens)", bounds=(1, 64))
+    trained_blocks = LM.integer("trained_blocks", "Top blocks trained (0: all)", bounds=(0, 96))
     seed = LM.integer("seed", "Seed", bounds=(0, 999_999))
     device = LM.selector("device", "Device", objects=list(DEVICES),
                          doc="auto: the best device a worker of the cluster offers; a device no worker offers is refused at Start.")
@@ -116,7 +120,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.settings_fold = Fold(SETTINGS_TITLE, self.inputs, open=True)
         self.runs_list = RunsTable(self.runs_dir, SECTIONS["runs"], COMPARE, self._draw_overlays, self.refresh_runs,
                                    on_open=self.open_run)
-        self.param.watch(self._model_changed, "model")
+        self.param.watch(self._follow_recipe, ["model", "device"])
         offer_menu(self, "model", self.offer.models)
         self.param.watch(lambda _e: self._show_reward_kind(), "reward")
         offer_menu(self, "reward", reward_options(self.runs_dir))  # before the link names a saved reward model
@@ -146,10 +150,17 @@ class LiveRunPage(pn.viewable.Viewer):
         self.display.name_reward(is_learned(self.reward))
         self._draw_overlays()
 
-    def _model_changed(self, event) -> None:
-        # The learning rate follows the model's default unless it was set by hand.
-        if math.isclose(self.lr, default_lr(event.old.strip())):
-            self.lr = default_lr(event.new.strip())
+    def _recipe(self, model: str, device: str) -> dict:
+        """The settings a run of `model` takes from its recipe (engines.lm.settings.RECIPES): a GPU's where the learner
+        chose cuda, else a CPU's (asking the cluster what 'auto' means would start it for every page built)."""
+        defaults = LMSettings.of_model(model.strip(), "cuda" if device.startswith("cuda") else "cpu")
+        return {name: getattr(defaults, name) for name in RECIPE_FIELDS}
+
+    def _follow_recipe(self, *events) -> None:
+        # A setting of the recipe follows the new model's (or device's) unless it was set by hand, away from the old one's.
+        before = {"model": self.model, "device": self.device} | {e.name: e.old for e in events}
+        old, new = self._recipe(**before), self._recipe(self.model, self.device)
+        self.param.update({name: new[name] for name in RECIPE_FIELDS if math.isclose(getattr(self, name), old[name])})
 
     def start(self) -> None:
         """Watch the run of the current settings, or say why none starts: not offered or beyond the server's limits."""

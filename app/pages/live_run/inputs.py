@@ -38,6 +38,7 @@ class SettingsInputs(pn.viewable.Viewer):
             "lr": number_box(page, "lr", say, width=160),
             "beta": number_box(page, "beta", say, width=160),
             "at_pace": pn.widgets.Checkbox.from_param(page.param.at_pace),
+            "trained_blocks": number_box(page, "trained_blocks", say, width=160),
         }
         self.inputs["seed"], self.inputs["new_seed"] = seed_control(page.param.seed)
         for name in COUNTS:
@@ -57,6 +58,6 @@ class SettingsInputs(pn.viewable.Viewer):
             pn.Row(w["model"], w["reward"], w["device"]),
             pn.Row(w["beta"], w["lr"], w["steps"], w["seed"], w["new_seed"]),
             pn.Row(w["prompts"], w["replies"], w["advantage"], w["T"]),
-            pn.Row(w["eval_every"], w["eval_prompts"], w["eval_replies"]),
+            pn.Row(w["trained_blocks"], w["eval_every"], w["eval_prompts"], w["eval_replies"]),
             w["at_pace"],
         )
