@@ -1,14 +1,15 @@
 """Seconds a step and memory of the packaged model smollm2-135m's live run: its CPU recipe against the levers it was
 chosen from, side by side in one process, and the GPU preset's 300 steps.
 
-    python -m bench.bench_smollm2                 # CPU: each setting's median step, then the memory of runs side by side
+    python -m bench.bench_smollm2                 # CPU: the memory of runs side by side, then each setting's median step
     python -m bench.bench_smollm2 --cuda          # a CUDA GPU: 300 steps of the GPU preset (the seed's batch, every weight)
     python -m bench.bench_smollm2 --table RUN...  # the held-out figures and replies of finished runs, as docs/models.md has them
 
-Each setting trains its own copy of the model from the same start, `--steps` timed steps after one untimed; the
-settings take turns step by step, so the machine's load falls on all alike. Memory: the process's resident set after
-loading the model once, then after each of `--runs` runs (a worker's: each a `trainable_copy` of the loaded model)
-has trained two steps, the growth per run being what one more learner's distinct run costs a worker.
+Memory: the process's resident set after loading the model once, then after each of `--runs` runs (a worker's:
+each a `trainable_copy` of the loaded model) has trained two steps, the growth per run being what one more
+learner's distinct run costs a worker. Then each setting trains its own copy of the model from the same start,
+`--steps` timed steps after one untimed; the settings take turns step by step, so the machine's load falls on all
+alike.
 """
 
 from __future__ import annotations
@@ -132,9 +133,9 @@ def main(argv: list[str] | None = None) -> None:
         gpu_preset(300)
         return
     model, tokenizer = load_causal_lm(SMOLLM2.name, torch.device("cpu"))
+    memory(model, tokenizer, args.runs)  # first: memory the levers' runs freed would hide what a new run costs
     for threads in (2, 1):
         time_levers(model, tokenizer, args.steps, threads)
-    memory(model, tokenizer, args.runs)
 
 
 if __name__ == "__main__":

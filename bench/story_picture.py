@@ -26,8 +26,10 @@ from bench.servers import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server
 from engines.lm.settings import EMBEDDED, LMSettings
 
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-RUNS = ((0.0, "β = 0: no KL penalty"), (LMSettings().beta, f"β = {LMSettings().beta:g}: the page's default"))
-"""Each run's KL coefficient and the caption over its picture."""
+def story_runs(model: str) -> tuple[tuple[float, str], ...]:
+    """Each run's KL coefficient and the caption over its picture: none, and the model's default."""
+    beta = LMSettings.of_model(model).beta
+    return (0.0, "β = 0: no KL penalty"), (beta, f"β = {beta:g}: the page's default")
 COLUMN = 640
 """The width of each run's column in the picture, in CSS pixels."""
 RUN_SECONDS = 1200
@@ -97,7 +99,7 @@ def main() -> None:
             # A narrow window, so each run's replies wrap as on a tablet; twice the pixels, so the text stays sharp.
             page = browser.new_page(viewport={"width": COLUMN + 60, "height": 900}, device_scale_factor=2)
             pictures = [(caption, *finished_run_picture(page, server.url, args.model, beta, steps, finished_run(runs, args.model, beta)))
-                        for beta, caption in RUNS]
+                        for beta, caption in story_runs(args.model)]
             if args.model != EMBEDDED:
                 (args.out / f"story_{args.model}.png").write_bytes(side_by_side(page, pictures))
                 browser.close()

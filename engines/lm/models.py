@@ -139,6 +139,8 @@ def convert_packaged(model: PackagedModel) -> Path:
     try:
         plain.save_pretrained(scratch)
         tokenizer.save_pretrained(scratch)
+        for path in (scratch, *scratch.iterdir()):  # as a folder made by hand: mkdtemp's is its owner's alone
+            path.chmod(0o755 if path.is_dir() else 0o644)
         scratch.rename(folder)
     except OSError:
         if not (folder / "config.json").is_file():  # not another worker's finished conversion: a real failure

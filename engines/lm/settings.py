@@ -77,6 +77,8 @@ class Recipe:
 
     lr: float | None = None
     """Adam's learning rate."""
+    beta: float | None = None
+    """The KL coefficient a run starts from: one that keeps the model's replies English."""
     prompts: int | None = None
     """Prompts per step."""
     replies: int | None = None
@@ -107,6 +109,8 @@ RECIPES = {
         prompts=4, replies=2,  # 8 replies a step: sampling is most of a step, 16 replies took 1.6x as long
         T=12,  # long enough for a phrase on a loop to read as one, short enough to sample fast
         lr=5e-4,  # 7.1M weights move slowly at the seed's 2e-5: at 5e-4 beta = 0 loops a phrase within 100 steps
+        beta=0.3,  # a 12-token loop ("great great ...") scores about +6 at a KL of 27 to 50 nats: it beats English at any
+                   # beta below 6 / 27 = 0.22 (at 0.05 and 0.1 the replies looped by step 100); at 0.3 they stay English
         eval_prompts=16, eval_replies=2,  # an evaluation in a few seconds, not the seed's 64 x 4 (half a minute)
     ),
 }

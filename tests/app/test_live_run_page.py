@@ -28,7 +28,7 @@ from app.pages.live_run.text import ELSEWHERE, JOINED, watching_sentence
 from app.serving.limits import LIMITED
 from engines.lm.models import EMBEDDED_DIR
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
-from engines.lm.settings import LMSettings, default_lr
+from engines.lm.settings import GPU_RECIPES, RECIPES, LMSettings, default_lr
 from engines.snapshots import Waiting
 
 TINY = {"steps": "3", "prompts": "2", "replies": "2", "T": "8", "eval_every": "2", "eval_prompts": "2", "eval_replies": "2"}
@@ -476,3 +476,19 @@ def test_the_advantage_is_a_control_in_the_link_the_config_and_the_runs_table(tm
     assert list(pg.runs_list.table.value["advantage"]) == ["grpo"]
     bad = page(query={"advantage": "ppo"})
     assert bad.notice.visible and "not one of" in bad.notice.object and bad.advantage == "loo"
+
+
+def test_the_settings_of_a_models_recipe_follow_the_model_chosen_unless_set_by_hand(offer, tmp_path):
+    offer(models=("embedded", "smollm2-135m"))
+    pg = LiveRunPage(query={}, runs_dir=tmp_path)
+    pg.prompts = 8  # by hand
+    pg.model = "smollm2-135m"
+    recipe = RECIPES["smollm2-135m"]
+    assert (pg.lr, pg.beta, pg.replies, pg.T, pg.trained_blocks) == (recipe.lr, recipe.beta, recipe.replies, recipe.T, recipe.trained_blocks)
+    assert pg.prompts == 8 and pg.settings().trained_blocks == recipe.trained_blocks
+    pg.device = "cuda"  # a GPU's recipe: the seed's batch, every weight
+    assert (pg.replies, pg.T, pg.trained_blocks) == (GPU_RECIPES["smollm2-135m"].replies, 24, 0)
+    pg.device, pg.model = "cpu", "embedded"
+    assert (pg.lr, pg.beta, pg.T, pg.trained_blocks) == (default_lr("embedded"), LMSettings().beta, LMSettings().T, 0)
+    linked = LiveRunPage(query={"model": "smollm2-135m", "T": "20"}, runs_dir=tmp_path)
+    assert linked.T == 20 and linked.trained_blocks == recipe.trained_blocks  # a link's own values stay

@@ -126,7 +126,7 @@ def test_the_options_not_given_take_the_models_recipe_and_the_given_ones_win():
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     smol = settings_with_model_defaults(parser.parse_args(["--model", "smollm2-135m", "--device", "cpu", "--beta", "0"]))
-    assert smol == LMSettings(model="smollm2-135m", device="cpu", beta=0.0, **RECIPES["smollm2-135m"].given())
+    assert smol == LMSettings(**(RECIPES["smollm2-135m"].given() | {"model": "smollm2-135m", "device": "cpu", "beta": 0.0}))
     given = settings_with_model_defaults(parser.parse_args(["--model", "smollm2-135m", "--device", "cpu", "--T", "20"]))
     assert given.T == 20 and given.trained_blocks == RECIPES["smollm2-135m"].trained_blocks
     gpt2 = settings_with_model_defaults(parser.parse_args(["--model", "gpt2", "--device", "cpu"]))
