@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from app.cli import main as cli
 from app.jobs.runs import REWARD_MODELS, read_run
+from app.serving.offered import installed_packaged
 from bench.page_layout import LIVE_RUN_QUERY as TINY
 from bench.page_layout import RUN_IN_VIEW
 from engines.lm.models import packaged_file
@@ -88,7 +89,8 @@ def test_a_model_the_server_does_not_offer_named_in_a_link_falls_back_with_one_s
     expect(page.get_by_text("model='bigscience/bloom' in the link was ignored")).to_be_visible()
     model = page.locator(".bk-input-group", has_text="Model").locator("select")
     expect(model).to_have_value("embedded")
-    assert model.locator("option").all_inner_texts() == ["embedded"]  # what this server offers, nothing typed
+    # What this server offers (the embedded model and the packaged ones installed here), nothing typed.
+    assert model.locator("option").all_inner_texts() == ["embedded", *installed_packaged()]
     page.wait_for_function("() => new URLSearchParams(location.search).get('model') === 'embedded'")
     expect(button(page, "Start")).to_be_enabled()  # the page stays usable
     assert console_errors == []
