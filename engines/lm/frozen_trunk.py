@@ -71,14 +71,18 @@ def trainable_copy(model, blocks: int):
     """A run's own policy from a loaded model that several runs start from: the top `blocks` blocks and the final
     norm copied, the trunk shared (all of it copied when `blocks` = 0). A run of a 135M model then holds 7M
     weights of its own, not 135M."""
-    return copy.deepcopy(model, memo={id(p): p for p in trunk_parameters(model, blocks)})
+    return copy_sharing(model, trunk_parameters(model, blocks))
 
 
 def reference_model(policy, trained: list[torch.nn.Parameter]):
     """pi_ref: a frozen copy of the policy as it starts, sharing (not copying) every parameter the run does not train."""
-    keep = {id(p) for p in trained}
-    shared = {id(p): p for p in policy.parameters() if id(p) not in keep}
-    return copy.deepcopy(policy, memo=shared).requires_grad_(False)
+    keep = set(map(id, trained))
+    return copy_sharing(policy, [p for p in policy.parameters() if id(p) not in keep]).requires_grad_(False)
+
+
+def copy_sharing(model, shared: list[torch.nn.Parameter]):
+    """A deep copy of `model` whose parameters in `shared` are the very tensors of `model`, not copies."""
+    return copy.deepcopy(model, memo={id(p): p for p in shared})
 
 
 class TrunkCapture:
@@ -90,7 +94,8 @@ class TrunkCapture:
     """
 
     def __init__(self, model, blocks: int):
-        self.stack, self.first = blocks_of(model), len(blocks_of(model)) - blocks
+        self.stack = blocks_of(model)
+        self.first = len(self.stack) - blocks
         self.pieces: list[torch.Tensor] = []
 
     @contextlib.contextmanager
