@@ -17,6 +17,8 @@ through the model one length at a time, `per_length`).
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 
@@ -45,13 +47,19 @@ def prefill(model, x: torch.Tensor, K: int):
     The K replies to one prompt share its first P positions, so those are computed once per
     prompt and the cache is repeated, not recomputed K times. Under gradient the repeat is
     differentiable, so the prompt positions' gradient is the sum over the K replies, exactly
-    as if each row had gone through on its own.
+    as if each row had gone through on its own. The output head runs at the last position only
+    (`logits_to_keep`, where the model takes it): the others' logits predict prompt tokens, not y_0.
     """
-    out = model(x, use_cache=True)
+    out = model(x, use_cache=True, **last_logits_only(model))
     cache = output_cache(out)
     if K > 1:
         cache.batch_repeat_interleave(K)  # (N_p, ...) -> (N, ...), N = N_p K
     return cache, out.logits[:, -1].repeat_interleave(K, 0)  # (N, V)
+
+
+def last_logits_only(model) -> dict[str, int]:
+    """The keyword that makes `model` compute logits at the last position only, where its forward takes one."""
+    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
 
 
 @torch.inference_mode()
