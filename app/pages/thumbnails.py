@@ -254,7 +254,7 @@ PICTURES = {
     "kl": Picture(kl, "A rising, flattening curve: the best expected reward reachable at each KL from the "
                       "reference, the reward-KL frontier."),
     "preferences": Picture(preferences, "The accuracy ceiling Acc* falling from 1 toward 0.5 as the rater's label "
-                                        "temperature grows, the seed's 0.5 marked."),
+                                        "temperature grows, the 0.5 of Module 9's check-yourself marked."),
     "reward_model": Picture(reward_model, "The reward model's loss falling as the preferred reply's reward pulls "
                                           "ahead of the other's, 0.69 at a tie."),
     "lab": Picture(lab, "Two training curves of the toy policy's expected reward from 0.125: the one with a "

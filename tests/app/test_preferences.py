@@ -79,7 +79,7 @@ def test_same_seed_same_sample_and_new_seed_button(monkeypatch):
     button = area(pg, "fl-more")[1][1]  # the seed's row, its button
     button.clicks += 1
     assert pg.seed == 42
-    assert f"(seed {pg.seed})" in pg.summary.object
+    assert f"drawn with seed {pg.seed}," in pg.summary.object
 
 
 @pytest.mark.parametrize("query,bad", [({"tau": "0.01"}, "tau"), ({"gaps": "uniform"}, "gaps"), ({"n": "ten"}, "n"), ({"seed": "-1"}, "seed")])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engines.bandit import MEANS, TrainingView, expected_return
+from engines.bandit import MEANS, BanditTrainingSettings, TrainingView, expected_return
 from engines.policy_gradient import softmax
 
 WHY = (
@@ -51,9 +51,11 @@ PREDICT_EXPLANATION = (
     "With b near J the push says “better or worse than usual”, and the total variance falls many-fold; it "
     "is lowest at b*."
 )
+_TRAINING = BanditTrainingSettings()
 ARM_QUESTION = (
-    "Every seed starts from the uniform policy and takes 400 steps of one sample each, learning rate 0.05, "
-    "on the arms above. Without a baseline, where do the 200 seeds end up?"
+    f"Every seed starts from the uniform policy and takes {_TRAINING.steps} steps of one sample each, learning rate "
+    f"{_TRAINING.lr:g}, on the arms of the sliders μ1 to μ4 (mean ratings {', '.join(f'{m:g}' for m in MEANS[:-1])} "
+    f"and {MEANS[-1]:g} to start with). Without a baseline, where do the {_TRAINING.seeds} seeds end up?"
 )
 ARM_CHOICES = {
     "all": "all on the best reply, arm 4, only more slowly than with a baseline",
@@ -130,7 +132,8 @@ PLOT_TITLES = {
 }
 """The title over each plot, by the plot's data."""
 TRAINING_NOTE = (
-    "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms above; "
+    "Every seed starts from the uniform policy θ = 0 and takes one sample per step, on the arms of the sliders "
+    "μ1 to μ4; "
     "the three baselines of section 6.7 see the same random stream. A changed setting restarts the run."
 )
 """What the training section trains, above its controls."""
@@ -148,6 +151,6 @@ def summary_text(means, sd: float, theta, b: float, samples: int, seed: int, mc)
     v0, vb = mc.total_variance[:2]  # b = 0 and the current b come first
     return (
         f"At θ = {_vector(theta)} the policy is π = {_vector(pi)} and J = {J:.3f}. With {samples:,} samples "
-        f"(seed {seed}) the total variance of one estimate is <strong>{v0:.3f}</strong> without a baseline and "
+        f"drawn with seed {seed}, the total variance of one estimate is <strong>{v0:.3f}</strong> without a baseline and "
         f"<strong>{vb:.3f}</strong> with b = {b:g}, ratio {variance_ratio(v0, vb):.1f}×; the measured b* is {mc.b_star:.3f}."
     )

@@ -47,7 +47,7 @@ PREDICT_EXPLANATION = (
 )
 DEMO_HEADING = "The two possible estimates against the baseline b"
 """The demo's section heading (the seed's "a baseline moves the noise, not the mean")."""
-TABLE_HEADING = "The seed's table, for the current p"
+TABLE_HEADING = "Module 9's table (section 4), for the current p"
 METRICS = {
     "g1": ("estimate if action 1", "{value:.2f}"),
     "g2": ("estimate if action 2", "{value:.2f}"),

@@ -76,7 +76,7 @@ UNBIASED_ANSWER = "none-loo"
 """No baseline and leave-one-out (tests/app/test_group_baselines_figures.py checks it against the engine)."""
 UNBIASED_EXPLANATION = (
     "Only no baseline and leave-one-out. Leave-one-out's baseline is built from the other replies, which do not "
-    "depend on reply i, so it leaves the mean alone (seed 001, equation 9). The group mean includes r_i itself, "
+    "depend on reply i, so it leaves the mean alone (Module 9, equations 8 and 9). The group mean includes r_i itself, "
     "and r_i − mean = (1 − 1/K)(r_i − b_loo) on every group: its update is leave-one-out's shrunk by 3/4 at K = 4, "
     "biased but pointing the right way, and Dr. GRPO's advantage is the same. GRPO divides by a standard "
     "deviation that depends on every reply: its mean is neither the gradient nor a fixed multiple of it."
@@ -139,7 +139,7 @@ def example_table_html() -> str:
 EXAMPLE_NOTE = (
     "By hand: the mean of (1, 0, 0, 1) is 1/2, so the group mean gives ±1/2. Leave-one-out compares reply 1 with "
     "the other three, (0 + 0 + 1)/3 = 1/3, so A₁ = 2/3, and a wrong reply with (1 + 0 + 1)/3 = 2/3, so −2/3: "
-    "(1 − 1/4) × 2/3 = 1/2, the seed's identity. The sample standard deviation is √(4 × ¼ / 3) = 0.5774, so GRPO "
+    "(1 − 1/4) × 2/3 = 1/2, Module 9's identity (section 4). The sample standard deviation is √(4 × ¼ / 3) = 0.5774, so GRPO "
     "gives ±0.5/0.5774 = ±0.8659. Dr. GRPO keeps ±1/2; what it changes is the loss, which divides each reply's "
     "summed token terms by one constant instead of by the reply's own length, so that a long wrong reply is not "
     "pushed down less per token than a short one (with replies of one length, as here, nothing else differs)."

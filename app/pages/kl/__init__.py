@@ -66,7 +66,7 @@ class KLPage(pn.viewable.Viewer):
     """log10 beta, the "superb" toggle and the two-reply gap; pi_ref and pi*, the frontier, the numbers."""
 
     log_beta = param.Number(default=-0.7, bounds=(-2.5, 1.0), step=0.05, label="KL coefficient β (log scale)")
-    zero_best = param.Boolean(default=False, label="Give “superb” zero reference probability")
+    zero_best = param.Boolean(default=False, label=text.ZERO_BEST_LABEL)
     gap = TWO_REPLIES.number("gap", "Log-odds gap between the two replies", bounds=(0.0, 5.0), step=0.1)
     lm_source = param.Selector(default=text.source_label(LM_SOURCE), objects=[text.source_label(LM_SOURCE)],
                                label="Reference model, reward and replies (the live runs' own)")

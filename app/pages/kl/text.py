@@ -22,6 +22,8 @@ from engines.kl_optimal import (
 
 BEST_WORD = "superb"
 """The highest-valence word; the toggle gives it zero reference probability."""
+ZERO_BEST_LABEL = f"Give “{BEST_WORD}” zero reference probability"
+"""The box that takes the best word out of the reference (under the β slider)."""
 SEED_BETAS = (0.2, 0.05)
 """The seed's worked exchange rates: a log-odds gap of 1 at beta = 0.2 and at beta = 0.05."""
 TOP_N = 8
@@ -51,7 +53,7 @@ NOTICE = (
     "β is the exchange rate between reward and nats of KL: at β = 0.05 one unit of reward is worth "
     "moving 20 nats from the reference. A large β keeps π* on the reference; as β → 0 the factor "
     "exp(r/β) swamps it and all the probability goes to the single highest-reward reply, "
-    "“superb superb superb”, the collapse of the seed's Run 1 (no penalty: reward at its maximum, "
+    "“superb superb superb”, the collapse of Chapter 6's Run 1 (section 6.11; no penalty: reward at its maximum, "
     "the entropy gone). Only replies the reference already writes can be boosted: give “superb” zero "
     "reference probability and every reply containing it stays at exactly 0, for every β."
 )
@@ -125,8 +127,8 @@ def never_written_text(space: ReplySpace) -> str:
         "Exactly 0, for every β. π* is the reference times a finite factor exp(r/β), renormalised, so a reply the "
         "reference never writes stays at probability 0 however high its reward: log π* = log π_ref + r/β − log Z "
         "= −∞. The penalty can only reweight what the reference already writes; as β → 0 the probability goes to "
-        f"the best reply that is left, “{space.replies[top]}” (reward {space.r[top]:+.2f}). Tick the box above "
-        "to see it."
+        f"the best reply that is left, “{space.replies[top]}” (reward {space.r[top]:+.2f}). Tick the box "
+        f"“{ZERO_BEST_LABEL}” under the β slider to see it."
     )
 
 
@@ -187,7 +189,7 @@ def two_replies_html(gap: float, beta: float, logp: np.ndarray) -> str:
         f'<p class="fl-two-now">gap {gap:.1f}, β = {beta:g}: e<sup>{gap:.1f}/{beta:g}</sup> = '
         f"e<sup>{gap / beta:.4g}</sup> <strong>{factor_html(gap / beta, factor)}</strong>; "
         f"π*(better) = {probability_text(logp[0])}, π*(worse) = {probability_text(logp[1])}.</p>"
-        f"<p>The seed's worked example (gap 1):</p><table>{rows}</table></div>"
+        f"<p>Chapter 6's worked example (section 6.12, gap 1):</p><table>{rows}</table></div>"
     )
 
 
@@ -202,8 +204,8 @@ def zero_html(zero_best: bool, beta: float, space: ReplySpace, policy: OptimalPo
             f"<p>The reference writes “{BEST_WORD}” with probability {REFERENCE[0]} per word, so "
             f"“{space.replies[best]}” has π_ref = {probability_text(space.ref_logp[best])} and, at "
             f"β = {beta:g}, π* = <strong>{probability_text(log_best)}</strong>. The {mask.sum()} replies containing "
-            f"“{BEST_WORD}” hold {probability_text(log_mass)} of π*. Tick the box to make the word impossible under the "
-            "reference.</p>"
+            f"“{BEST_WORD}” hold {probability_text(log_mass)} of π*. Tick the box “{ZERO_BEST_LABEL}” under the β "
+            "slider to make the word impossible under the reference.</p>"
         )
     log_sweep = np.logaddexp.reduce(frontier.logp[:, mask], axis=-1).max()
     reachable = np.where(np.isfinite(space.ref_logp), space.r, -np.inf)

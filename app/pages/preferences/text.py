@@ -30,7 +30,7 @@ NOTICE = (
     "common; and the accuracy of the true quality on a sampled set scatters around Acc* by about one "
     "binomial standard error, never far above it."
 )
-GAP_CHOICES = {"gaps 0, 1, 2 (the seed's check-yourself)": "seed", "gaps from |N(0, s)|": "normal"}
+GAP_CHOICES = {"gaps 0, 1, 2 (Module 9's check-yourself)": "seed", "gaps from |N(0, s)|": "normal"}
 """The quality gaps' buttons: label -> the setting's value (engines.bradley_terry.LabelledSetSettings.gaps)."""
 METRICS = {
     "ceiling": ("Acc* (the ceiling)", "{value:.3f}"),
@@ -94,6 +94,6 @@ def summary_text(tau: float, ceiling: float, sample: dict) -> str:
     """The sentence under the controls: the ceiling beside the sampled accuracy and its error."""
     return (
         f"At τ_label = {tau:.2f} the ceiling is <strong>Acc* = {ceiling:.3f}</strong>. On {sample['n']} freshly "
-        f"labelled pairs (seed {sample['seed']}) the true quality u predicts {sample['correct']} labels: accuracy "
+        f"labelled pairs, drawn with seed {sample['seed']}, the true quality u predicts {sample['correct']} labels: accuracy "
         f"<strong>{sample['accuracy']:.3f} ± {sample['se']:.3f}</strong> (one binomial standard error)."
     )

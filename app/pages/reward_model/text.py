@@ -90,7 +90,7 @@ def readings(evaluation) -> dict[str, float]:
 
 def sampled_source(seed: int) -> str:
     """Where pairs sampled with `seed` came from, as the pairs' sentence (preference_html.pairs_summary) tells it."""
-    return f"sampled from the {EMBEDDED} model (seed {seed})"
+    return f"sampled from the {EMBEDDED} model with seed {seed}"
 
 
 def file_source(path: Path | str, model: str) -> str:
