@@ -32,7 +32,7 @@ def test_default_page_shows_the_seed_world():
         "V": "0.5443", "QA": "0.6826", "QB": "0.3370", "AA": "+0.1382", "AB": "-0.2074"
     }
     assert "tokens ABABAA, reward at the end = 1; λ = 0.95" in pg.table.object
-    assert "δ_0 = 0 + 1.00 × V(1, 1) − V(0, 0) = 1.00 × 0.6826 − 0.5443 = +0.1382" in pg.why.object
+    assert "δ₀ = 0 + 1.00 × V(1, 1) − V(0, 0) = 1.00 × 0.6826 − 0.5443 = +0.1382" in pg.why.object
     assert not pg.notice.visible and not pg.threshold_cap.notice.visible
 
 

@@ -21,6 +21,7 @@ from bokeh.models import (
 )
 from bokeh.palettes import Viridis256
 
+from app.pages.token_world.text import EPISODE_TAB
 from engines.token_world_training import training_methods
 from widgets.style import OKABE_ITO, plot
 
@@ -95,7 +96,7 @@ def heat_map(cells: ColumnDataSource, path: ColumnDataSource):
     fig = plot("position t (tokens written)", "A's so far k", x_range=(-0.5, 0.5), y_range=(-0.5, 0.5), height=380)
     mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0)
     rects = fig.rect("t", "k", width=1, height=1, source=cells, fill_color={"field": "V", "transform": mapper}, line_color=None)
-    fig.line("t", "k", source=path, line_color=OKABE_ITO["vermillion"], line_width=3, line_alpha=0.8, legend_label="the episode below")
+    fig.line("t", "k", source=path, line_color=OKABE_ITO["vermillion"], line_width=3, line_alpha=0.8, legend_label=f"the episode (tab “{EPISODE_TAB}”)")
     fig.scatter("t", "k", source=path, color=OKABE_ITO["vermillion"], size=7)
     # One text colour on a light box reads on every cell colour (a per-cell colour column breaks
     # BokehJS 3.9's text glyph when the number of cells changes).

@@ -15,6 +15,16 @@ from app.serving.results_cache import RESULTS
 from engines.token_world import CHAPTER_REPLY, token_values
 from engines.token_world_training import TokenWorldTrainingSettings
 
+SECTIONS = {
+    "values": "Exact values V(t, k)",
+    "episode": "One episode",
+    "lambda": "GAE: bias² and variance against λ",
+    "training": "Training against GAE critics",
+}
+"""The tabs under the summary, by the page's `section` value."""
+EPISODE_TAB, LAMBDA_TAB = SECTIONS["episode"], SECTIONS["lambda"]
+"""The tabs the texts point to: a panel named in a sentence is in one of them, not beside the sentence."""
+
 WHY = (
     "PPO and its relatives train language models with a critic: a second model that predicts, from every "
     "prefix, how well the reply will end, so that one reward at the end becomes a signal for each token. "
@@ -35,8 +45,8 @@ EQUATION = (
 )
 NOTICE = (
     "With the exact critic, λ = 0 has no error at all, and the error grows with λ; add noise to the critic "
-    "and λ = 0 inherits its bias, so the best λ moves up. Variance against λ is the same in all three panels: "
-    "it comes from the random future tokens, not from the critic."
+    "and λ = 0 inherits its bias, so the best λ moves up. Variance against λ is the same in the three panels of "
+    f"the tab “{LAMBDA_TAB}”: it comes from the random future tokens, not from the critic."
 )
 PREDICT = "Before you add critic noise: which λ will have the smallest total error with the exact critic, and why?"
 PREDICT_CHOICES = {
@@ -47,10 +57,10 @@ PREDICT_CHOICES = {
 }
 PREDICT_EXPLANATION = (
     "λ = 0, with no error at all. In text the next state is certain: writing a token always leads to the same "
-    "prefix. So with the exact critic one TD error, r_t + γ V(s_{t+1}) − V(s_t), is exactly Q − V, the "
+    "prefix. So with the exact critic one TD error, rₜ + γ V(sₜ₊₁) − V(sₜ), is exactly Q − V, the "
     "advantage, in every episode. A larger λ adds later TD errors, which depend on tokens not yet written: "
     "variance, and nothing gained. Add noise to the critic and λ = 0 inherits its error, so the best λ moves "
-    "up; the right-hand panel shows where."
+    f"up; the third panel of the tab “{LAMBDA_TAB}”, the critic with the slider's noise, shows where."
 )
 DECOMPOSITION = (
     r"\text{error} = \text{bias}^2 + \text{variance}, \qquad "
@@ -64,9 +74,10 @@ LAMBDA_INTRO = (
 )
 """Above the decomposition and the three panels of the λ section."""
 TRAINING_INTRO = (
-    "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, 16 episodes per update. "
-    "The GAE critics start at 0 and learn from the λ-returns as they go (γ = 1; P(A), λ, the noise and γ "
-    "above do not enter). Shifting every reward by +5 changes nothing about which replies are better."
+    "A tabular policy (one logit per state) learns from P(A) = 0.5 everywhere, "
+    f"{TokenWorldTrainingSettings.episodes} episodes per update. The GAE critics start at 0 and learn from the "
+    "λ-returns as they go (γ = 1; the sliders P(A), λ, critic noise and γ do not enter, T and the threshold do). "
+    "Shifting every reward by +5 changes nothing about which replies are better."
 )
 """What the training section trains, above its controls."""
 
@@ -159,11 +170,12 @@ def lambda_zero_text(T: int, threshold: int, p_a: float, gamma: float) -> str:
     return (
         "**Why λ = 0 is perfect with the exact critic.** In a game the next state is random, so a TD error "
         "equals the advantage only on average. In text the next state is certain: writing A at (t, k) always "
-        "leads to (t + 1, k + 1). So with the exact V, δ_t = r_t + γ V(s_{t+1}) − V(s_t) = Q(s_t, a_t) − V(s_t) "
-        "= A(s_t, a_t) exactly, for every episode: zero bias and zero variance. Here, at the start, choosing A: "
-        f"δ_0 = 0 + {gamma:.2f} × V(1, 1) − V(0, 0) = {gamma:.2f} × {v.V[1, 1]:.4f} − {v.V[0, 0]:.4f} = "
-        f"{delta0:+.4f}, and the exact advantage is A(s_0, A) = {v.A[0, 0, 1]:+.4f}. Any λ > 0 adds later TD errors, "
-        "which are exact too but depend on tokens not yet written: that is the variance in the left panel."
+        "leads to (t + 1, k + 1). So with the exact V, δₜ = rₜ + γ V(sₜ₊₁) − V(sₜ) = Q(sₜ, aₜ) − V(sₜ) "
+        "= A(sₜ, aₜ) exactly, for every episode: zero bias and zero variance. Here, at the start, choosing A: "
+        f"δ₀ = 0 + {gamma:.2f} × V(1, 1) − V(0, 0) = {gamma:.2f} × {v.V[1, 1]:.4f} − {v.V[0, 0]:.4f} = "
+        f"{delta0:+.4f}, and the exact advantage is A(s₀, A) = {v.A[0, 0, 1]:+.4f}. Any λ > 0 adds later TD errors, "
+        "which are exact too but depend on tokens not yet written: that is the variance in the first panel, "
+        f"“exact V”, of the tab “{LAMBDA_TAB}”."
     )
 
 
@@ -193,12 +205,5 @@ def training_table(result, settings: TokenWorldTrainingSettings) -> str:
         )
     return "\n".join(rows)
 
-SECTIONS = {
-    "values": "Exact values V(t, k)",
-    "episode": "One episode",
-    "lambda": "GAE: bias² and variance against λ",
-    "training": "Training against GAE critics",
-}
-"""The tabs under the summary, by the page's `section` value."""
 EPISODE_HEADING = "One episode, and what each estimator says about its tokens"
 LAMBDA_HEADING = "Bias² and variance of GAE against λ, for three critics"
