@@ -63,6 +63,18 @@ def test_default_is_figure_2s_coordinate_and_the_check_yourself_numbers(default_
     assert not pg.notice.visible
     text = check_yourself_text()
     assert "**-12.48**" in text and "**1/262,144**" in text  # seed 001 section 2
+    assert "N = 16 responses all zeros in all but about one batch in 16,384" in text  # 1 - (1 - 8^-6)^16 = 1/16,384.5
+    assert "N = 16 responses" in pg.start_card.view.explanation
+
+
+def test_the_check_yourself_answer_speaks_of_the_batch_size_set():
+    pg = page(query={"samples": "64"})  # the module's own example is a batch of 64
+    try:
+        assert "N = 64 responses all zeros in all but about one batch in 4,096" in pg.start_card.view.explanation
+        pg.samples = 8
+        assert "N = 8 responses all zeros in all but about one batch in 32,768" in pg.start_card.view.explanation
+    finally:
+        pg.close()
 
 
 def test_plots_follow_the_engine(default_page):
@@ -119,7 +131,7 @@ def test_the_coordinate_controls_pick_the_histogram(default_page):
     coord = (2, 2, 5)
     assert pg.exact_rule.location == pytest.approx(pg.experiment.drawn.exact[coord])
     assert pg.experiment.focus.data["mean"] == [pytest.approx(pg.experiment.drawn.estimates["loo"].mean(0)[coord])]
-    assert "Step 3, context y_{t−1} = 2, symbol 5" in pg.summary.object
+    assert "Step 3, context yₜ₋₁ = 2, symbol 5" in pg.summary.object
     assert coordinate(1, 4, 6) == (0, 0, 6)  # step 1 reads the start context whatever prev says
     pg.param.update(t=1, prev=0, symbol=int(draw_target(T, V, 0)[0]))
 

@@ -48,7 +48,7 @@ from widgets.downloads import plot_with_downloads
 from widgets.explorable import figure_first
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
-from widgets.predict import PredictionCard, card_spec, session_guide
+from widgets.predict import PredictionCard, card_spec, markdown_html, session_guide
 from widgets.sections import LazySections
 from widgets.settings_controls import SettingsControls
 from widgets.sliders import slider
@@ -80,7 +80,7 @@ class ToyTargetPage(pn.viewable.Viewer):
     estimator = param.Selector(default="loo", objects={label: key for key, label in ESTIMATORS.items() if key != "none"},
                                label="Estimator compared with no baseline")
     t = param.Integer(default=1, bounds=(1, T), label="Position t (step)")
-    prev = param.Integer(default=0, bounds=(0, V - 1), label="Previous symbol y_{t−1}")
+    prev = param.Integer(default=0, bounds=(0, V - 1), label="Previous symbol yₜ₋₁")
     symbol = param.Integer(default=6, bounds=(0, V - 1), label="Symbol k (its logit)")
     target_seed = TASK.integer("target_seed", "Target seed", bounds=(0, 999_999))
     seed = TASK.integer("seed", "Seed", bounds=(0, 999_999))
@@ -118,6 +118,7 @@ class ToyTargetPage(pn.viewable.Viewer):
                                      on_open=self._opened)
         self.param.watch(self._changed, controls_of(self))
         self.notice = sync_url(self, query=query)
+        self._show_start_explanation()
         # Start the worker threads once the browser has the page, so they do not slow its first drawing.
         pn.state.onload(self._start)
 
@@ -132,8 +133,14 @@ class ToyTargetPage(pn.viewable.Viewer):
         if section == "training" and self._started:
             self.training.start()
 
+    def _show_start_explanation(self) -> None:
+        """The check-yourself's answer, about a batch of the current batch size N."""
+        self.start_card.view.explanation = markdown_html(check_yourself_text(self.samples))
+
     def _changed(self, *events):
         names = {e.name for e in events}
+        if "samples" in names:
+            self._show_start_explanation()
         if "target_seed" in names and "symbol" not in names:
             # Keep inspecting the target's own symbol at this step (Figure 2's choice) on a new target.
             self.symbol = int(draw_target(T, V, self.target_seed)[self.t - 1])

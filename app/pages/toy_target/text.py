@@ -28,13 +28,13 @@ WHY = (
     "(262,144 responses) that the exact gradient is known, so every answer is a measurement against the truth."
 )
 INTRO = (
-    "The first half of Lab 9 trains a policy whose optimum you know. It writes T = 6 symbols from a "
-    "vocabulary of 8, each from a softmax over logits θ[t, y_{t−1}] (a bigram policy), and earns the "
+    "The first half of Module 9's lab trains a policy whose optimum you know. It writes T = 6 symbols from a "
+    "vocabulary of 8, each from a softmax over logits θ[t, yₜ₋₁] (a bigram policy), and earns the "
     "fraction of positions that match a hidden target y*. The uniform start earns J = 1/8, the optimum 1. "
     "With 8⁶ responses the exact gradient of J is a sum the page can do, so every estimate below is set "
     "beside the truth. REINFORCE (equation 5) averages N sampled responses; the leave-one-out baseline "
-    "(equation 9) subtracts the mean reward of the other samples; token-level rewards r_t = 1[y_t = y*_t]/T "
-    "weight each symbol by its reward-to-go G_t only (equation 10)."
+    "(equation 9) subtracts the mean reward of the other samples; token-level rewards rₜ = 1[yₜ = y*ₜ]/T "
+    "weight each symbol by its reward-to-go Gₜ only (equation 10)."
 )
 EQUATION = (
     r"\hat g = \frac{1}{N}\sum_{i=1}^{N} R_i\,\nabla_\theta \log \pi_\theta(y^{(i)}), \quad "
@@ -92,14 +92,17 @@ VARIANCE_NOTE = "the variance table"
 """What the ranking card guards, as its placeholder names it."""
 
 
-def check_yourself_text() -> str:
-    """Section 2's check-yourself at the uniform policy: log pi(y) = T log(1/V), an exact match 1/V^T."""
+def check_yourself_text(samples: int = ToyTargetSettings.samples) -> str:
+    """Section 2's check-yourself at the uniform policy: log pi(y) = T log(1/V), an exact match 1/V^T, and what an
+    all-or-nothing reward would give a batch of `samples` responses (the page's batch size N)."""
+    hit = -math.expm1(samples * math.log1p(-float(V) ** -T))  # P(at least one exact match among N samples)
     return (
         f"At the uniform start every response has log π(y) = {T} log(1/{V}) = "
         f"**{T * math.log(1 / V):.2f}**, and the policy writes the target exactly with probability "
-        f"(1/{V})^{T} = **1/{V**T:,}**, about {V**-T:.1e}. An all-or-nothing reward would leave almost every "
-        f"batch of 64 at zero, and zeros say nothing about which way is better; the fraction of matching "
-        f"positions differs from sample to sample from the first step, so there is a signal to follow."
+        f"(1/{V})^{T} = **1/{V**T:,}**, about {V**-T:.1e}. An all-or-nothing reward would leave a batch of "
+        f"N = {samples} responses all zeros in all but about one batch in {1 / hit:,.0f}, and zeros say nothing "
+        "about which way is better; the fraction of matching positions differs from sample to sample from the "
+        "first step, so there is a signal to follow."
     )
 
 
@@ -122,10 +125,10 @@ def steps_text(steps: np.ndarray) -> str:
 def summary_text(coord: tuple, b: Batches, estimator: str, x_none: np.ndarray, x_other: np.ndarray) -> str:
     """The sentence under the controls: the coordinate, its exact gradient, both estimators' mean and sd."""
     t, c, k = coord
-    context = "the start" if t == 0 else f"y_{{t−1}} = {c}"
+    context = "the start" if t == 0 else f"yₜ₋₁ = {c}"
     return (
         f"Step {t + 1}, context {context}, symbol {k}: exact gradient <strong>{b.exact[coord]:.4f}</strong>. "
-        f"Over {b.drawn} batches of N = {b.samples} (seed {b.seed}) the mean estimate is "
+        f"Over {b.drawn} batches of N = {b.samples}, drawn with seed {b.seed}, the mean estimate is "
         f"<strong>{x_none.mean():.4f}</strong> without a baseline (sd {x_none.std(ddof=1):.3f}) and "
         f"<strong>{x_other.mean():.4f}</strong> with {ESTIMATORS[estimator]} (sd {x_other.std(ddof=1):.3f})."
     )
@@ -139,7 +142,7 @@ def seed_note_text(estimator: str, none: tuple[float, float], other: tuple[float
     """Figure 2's standard deviations beside the ones measured here, (sd, its SE) without a baseline and with `estimator`."""
     (sd_none, se_none), (sd_other, se_other) = none, other
     return (
-        f"Figure 2 (N = 16, 500 batches, the target's first symbol at step 1) measured sd **{SEED_SD['none']}** without a "
+        f"Module 9's Figure 2 (N = 16, 500 batches, the target's first symbol at step 1) measured sd **{SEED_SD['none']}** without a "
         f"baseline and **{SEED_SD['loo']}** with leave-one-out. Here: {sd_none:.3f} ± {se_none:.4f} and, "
         f"{ESTIMATORS[estimator]}, {sd_other:.3f} ± {se_other:.4f} (± one standard error)."
         + (" The spike at 0 is mostly batches in which no sample wrote the symbol: the baseline's weights sum to zero "
