@@ -5,6 +5,7 @@ progress bar (from a fake hub), the server's limits."""
 import io
 import math
 import shutil
+import statistics
 import threading
 import time
 import zipfile
@@ -121,6 +122,10 @@ def test_a_tiny_run_shows_what_its_files_hold(tmp_path, monkeypatch):
     assert list(pg.runs_list.table.value["run"]) == [folder.name]
     assert list(pg.runs_list.table.value["status"]) == ["finished"]
     assert "Finished: all 3 steps" in pg.display.status.object
+    # Before a new tab's first run, its status line says how fast the newest run of its model trained here: measured.
+    seconds = statistics.median(m["step_time"] for m in run.metrics)
+    assert f"The newest run of embedded on this server took {seconds:.2f} s a step (2 prompts" in tiny_page(tmp_path).display.status.object
+    assert "newest run" not in LiveRunPage(query=TINY, runs_dir=tmp_path / "none").display.status.object
 
 
 def test_a_waiting_run_says_its_place_once_known_and_never_none():

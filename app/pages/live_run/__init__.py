@@ -27,6 +27,7 @@ from app.pages.live_run.figures import RunDisplay
 from app.pages.live_run.inputs import SettingsInputs
 from app.pages.live_run.jobs import LiveRunJob
 from app.pages.live_run.runs_table import RunsTable
+from app.pages.live_run.status import newest_pace
 from app.pages.live_run.text import (
     ADVANTAGE_LABELS,
     COMPARE,
@@ -121,6 +122,7 @@ class LiveRunPage(pn.viewable.Viewer):
         self.runs_list = RunsTable(self.runs_dir, SECTIONS["runs"], COMPARE, self._draw_overlays, self.refresh_runs,
                                    on_open=self.open_run)
         self.param.watch(self._follow_recipe, ["model", "device"])
+        self.param.watch(lambda _e: self._show_pace(), "model")
         offer_menu(self, "model", self.offer.models)
         self.param.watch(lambda _e: self._show_reward_kind(), "reward")
         offer_menu(self, "reward", reward_options(self.runs_dir))  # before the link names a saved reward model
@@ -206,6 +208,10 @@ class LiveRunPage(pn.viewable.Viewer):
         self.runs_list.folder.refresh()
         offer_menu(self, "reward", reward_options(self.runs_dir))
         self._show_runs()
+        self._show_pace()
+
+    def _show_pace(self) -> None:
+        self.display.show_no_run(newest_pace(self.runs_list.folder.runs().values(), self.model))
 
     def _show_runs(self) -> None:
         with pn.io.hold():

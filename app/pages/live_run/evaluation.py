@@ -60,7 +60,7 @@ class RunEvaluation(pn.viewable.Viewer):
     @cached_property
     def _layout(self) -> pn.Column:
         return pn.Column(
-            section_heading("Held-out evaluation (the seed's `[eval]` lines)"),
+            section_heading("Held-out evaluation (Chapter 6's `[eval]` lines)"),
             self.table,
             self.lines,
             section_heading("The worked example of section 6.12: one held-out reply, token by token"),

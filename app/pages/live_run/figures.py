@@ -184,6 +184,12 @@ class RunDisplay:
         self.newest = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[self.css], visible=False)
         self.evaluation = RunEvaluation()
         self.shown = (-1, -1)  # the steps and evaluations drawn: a snapshot sends only what is new
+        self.no_run_yet = True
+
+    def show_no_run(self, pace: str) -> None:
+        """The status line before this tab's first run, with `pace` (status.newest_pace's sentence)."""
+        if self.no_run_yet:
+            self.status.object = idle_html(None, pace)
 
     def begin(self, sentence: str) -> None:
         """Another run is shown from now: all of its steps are drawn afresh, under `sentence` (say's)."""
@@ -204,6 +210,7 @@ class RunDisplay:
         self.curves.name_reward(learned)
 
     def show(self, state: LiveState) -> None:
+        self.no_run_yet = False
         self.status.object = status_html(state, run_label(state.settings), wall_pace(list(state.metrics[-PACE_STEPS:])))
         self.download_bar.visible = state.download is not None
         if state.download is not None:

@@ -7,6 +7,10 @@ HTML paragraph each, for the page's status and queue lines.
 from __future__ import annotations
 
 import html
+import math
+import statistics
+
+from engines.lm.settings import LMSettings
 
 CSS = """
 .fl-status { font-size: 1.05em; margin: 0.2em 0.6em; }
@@ -54,11 +58,12 @@ def status_html(state, label: str, pace: float | None = None) -> str:
     return f'<p class="fl-status">Running on {state.device}: {state.step} of {s.steps} steps done{when} · writing {where}</p>'
 
 
-def idle_html(state) -> str:
-    """The status line when no run is under way: none yet (`state` None), or how the last one ended."""
+def idle_html(state, pace: str = "") -> str:
+    """The status line when no run is under way: none yet (`state` None, with `pace`, `newest_pace`'s sentence), or
+    how the last one ended."""
     if state is None:
-        return ('<p class="fl-status">No run yet: choose the settings and press Start. On a CPU a step of the seed\'s batch '
-                "(16 prompts × 4 replies × 24 tokens) of the embedded model takes one to a few seconds; try 50 steps first.</p>")
+        return ('<p class="fl-status">No run yet: choose the settings and press Start. Once it trains, this line gives '
+                f"its seconds per step and the minutes left.{' ' + pace if pace else ''}</p>")
     if state.folder is None:
         text = "No run was started."
     else:
@@ -85,3 +90,16 @@ def queue_html(overview) -> str:
         lines.append(f"<b>{q.device}</b>: training {running}; {len(q.waiting)} waiting")
     text = " · ".join(lines) if lines else "No run is training on this server."
     return f'<p class="fl-queue">Device queue: {text}</p>'
+
+
+def newest_pace(runs, model: str) -> str:
+    """How fast the newest run of `model` on this server trained (`runs`: app.jobs.runs.Run, oldest first): its median
+    seconds a step and its batch, as a sentence; '' where no run of it has a step yet."""
+    of_model = [r for r in runs if r.config.get("settings", {}).get("model") == model and r.metrics]
+    if not of_model:
+        return ""
+    run = of_model[-1]
+    s = LMSettings().__dict__ | run.config["settings"]  # a run's config.json from before a setting existed holds its default
+    seconds = statistics.median(m.get("step_time", math.nan) for m in run.metrics)
+    return (f"The newest run of {html.escape(model)} on this server took {seconds:.2f} s a step "
+            f"({s['prompts']} prompts × {s['replies']} replies × {s['T']} tokens).")

@@ -10,15 +10,15 @@ from __future__ import annotations
 import html
 
 INTRO = (
-    "This is section 6.11's experiment, live. A language model continues the first 8 tokens of a "
-    "movie review with 24 more, sampled at temperature 1; a sentiment reward scores prompt plus reply in "
+    "This is Chapter 6's experiment of section 6.11, live. A language model continues the first 8 tokens of a "
+    "movie review with T more (24 in the chapter), sampled at temperature 1; a sentiment reward scores prompt plus reply in "
     "log-odds; REINFORCE with a leave-one-out baseline over the K replies to each prompt makes the "
     "well-scored replies more likely (the advantage menu swaps it for the group's mean, GRPO's or none; "
     "the page Group baselines compares them exactly). The KL penalty (section 6.12) charges every token for its "
     "log-ratio to the frozen starting model. The default model is the project's own small "
     "GPT-2-architecture model (0.9 M parameters, trained on movie-review text the project generates), "
     "because GPT-2 cannot be downloaded everywhere; the model menu holds the others this server offers. "
-    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the seed's classifier, in the reward menu "
+    "The default reward is the VADER sentiment lexicon; lvwerra/distilbert-imdb is the chapter's classifier, in the reward menu "
     "where this server offers it."
 )
 EQUATION = (
@@ -27,7 +27,7 @@ EQUATION = (
 )
 NOTICE = (
     "With β = 0 the reward climbs to its ceiling while the KL grows without limit, the entropy and "
-    "distinct-1 fall, and the replies collapse onto a few glowing words on a loop (the seed's Run 1). "
+    "distinct-1 fall, and the replies collapse onto a few glowing words on a loop (the chapter's Run 1). "
     "With β = 0.05 or 0.2 the reward rises less and the replies stay English. In the samples, orange "
     "tokens are where the policy has moved away from the reference: that is where the penalty lands."
 )
@@ -37,8 +37,8 @@ WHY = (
     "the reward curve says the run is going well long after the replies say otherwise."
 )
 PREDICT = (
-    "Before you start a run with β = 0: the reward will rise. What will the replies look like after "
-    "a few hundred steps?"
+    "Set the KL coefficient β to 0 in the run's settings (each model starts at a β that keeps it English), "
+    "then predict before you press Start: the reward will rise. What will the replies look like after a few hundred steps?"
 )
 PREDICT_CHOICES = {
     "better": "varied, and more positive English",
@@ -49,7 +49,7 @@ PREDICT_CHOICES = {
 PREDICT_EXPLANATION = (
     "A few glowing words on a loop. Nothing in the reward asks for English: every token that raises the "
     "sentiment score is pushed up, the few strongest words win, and the policy piles its probability on "
-    "them, so the entropy and distinct-1 fall while the reward climbs (the seed's Run 1). With β > 0 every "
+    "them, so the entropy and distinct-1 fall while the reward climbs (the chapter's Run 1). With β > 0 every "
     "token pays for its log-ratio to the starting model, and the replies stay English."
 )
 GOODHART = (
@@ -72,7 +72,7 @@ FROM_FILES = "The run {run} is shown from its files."
 LEFT = "You left the run after step {step}; it trains on for the {others} other learner(s) watching it."
 UNOPENABLE = ("The run {run!r} cannot be opened here: its reward model is gone, or its settings are beyond what "
               "this server allows.")
-ADVANTAGE_LABELS = {"leave-one-out (the seed's)": "loo", "group mean": "mean", "GRPO (÷ std)": "grpo", "none": "none"}
+ADVANTAGE_LABELS = {"leave-one-out (Chapter 6's)": "loo", "group mean": "mean", "GRPO (÷ std)": "grpo", "none": "none"}
 """The advantage menu's labels, by engines.lm.settings.ADVANTAGES's value."""
 RUN_NAME_PATTERN = r"^[A-Za-z0-9._-]{0,200}$"
 """A run's folder name, as a link may carry it: nothing that could leave the runs folder."""
@@ -90,7 +90,7 @@ SETTINGS_TITLE = "The run's settings"
 COMPARE = (
     "Every run of this server, training or done, with how many learners watch it here. Reward, P(positive), "
     "KL (exact) and distinct-1 are each run's last held-out evaluation. Tick runs to draw them over the curves "
-    "and to download them; 'Open' shows the first ticked run in place of yours, live if it trains. The seed "
+    "and to download them; 'Open' shows the first ticked run in place of yours, live if it trains. Chapter 6 "
     "compares three runs with the same seed: β = 0 (Run 1), 0.05 and 0.2 (Runs 2 and 3); start them in three "
     "tabs, or find them here when others in the room have."
 )
