@@ -2,7 +2,7 @@
 
     feedback-lab --version
     feedback-lab figures NAME [options] [--json]
-    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [--web-processes N]
+    feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [--web-processes N] [--new-lesson]
                        [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--teacher-token TOKEN] [--models NAMES] [--rewards NAMES] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "installed, else 1). Each process serves pages on about one core, so give a machine's "
                             "core count (docs/performance.md, 'Learners per core', has the figures of a 2-core machine), "
                             "and 1 behind a proxy of your own")
+    serve.add_argument("--new-lesson", action="store_true",
+                       help="begin a new lesson: runs finished before now (a rehearsal's) are set aside, so a Start trains "
+                            "afresh instead of showing one; they are kept, listed, and replayed on request")
     offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
@@ -146,8 +149,14 @@ def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
     except cluster.SchedulerUnreachable as error:
         print(f"feedback-lab serve: error: {error}", file=sys.stderr)
         return 2
-    if processes > 1:
-        return serve_behind_nginx(args, list(options), processes, jobs.client.scheduler.address, teacher,
+    from app.jobs.runs import RUNS_DIR, RUNS_VARIABLE, start_lesson
+
+    if args.new_lesson:
+        start_lesson(RUNS_DIR)
+        print("A new lesson began: the runs before it are set aside, and a Start trains afresh.", flush=True)
+    print(f"Runs are kept in {RUNS_DIR.resolve()} (${RUNS_VARIABLE} moves them).", flush=True)
+    if processes > 1:  # the web processes started there begin no lesson of their own
+        return serve_behind_nginx(args, [o for o in options if o != "--new-lesson"], processes, jobs.client.scheduler.address, teacher,
                                   server_limits.websocket_max_bytes)
     from app.serving.server import serve  # panel loads only when the app is served
 

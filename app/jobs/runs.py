@@ -15,6 +15,10 @@ the step in flight; readers skip a last line cut short by such a stop.
 Run folders go under runs/ (relative to the working folder), or under the folder named by the
 environment variable FEEDBACK_LAB_RUNS (tests point it at a temporary folder).
 
+A lesson (`start_lesson`) sets the runs before it aside: the time of the file `lesson-began` in the runs folder is
+when it began, and a Start then trains afresh instead of showing a run that finished before (a rehearsal's), unless
+the learner asks to replay one; the earlier runs stay, listed and openable.
+
 `RunsFolder` keeps a runs folder read (re-reading only the runs whose files changed), `runs_frame`
 is its table, `zip_runs` its download.
 """
@@ -37,7 +41,8 @@ import pandas as pd
 from engines.lm.results import EvalResult, Sample, StepResult, worked_example
 from engines.lm.settings import REWARD_PREFIX, LMSettings
 
-RUNS_DIR = Path(os.environ.get("FEEDBACK_LAB_RUNS") or "runs")
+RUNS_VARIABLE = "FEEDBACK_LAB_RUNS"
+RUNS_DIR = Path(os.environ.get(RUNS_VARIABLE) or "runs")
 """Where new run folders go: $FEEDBACK_LAB_RUNS if set, else runs/."""
 FILES = ("metrics.jsonl", "samples.jsonl", "eval.jsonl")
 EVAL_SAMPLES = 8
@@ -162,6 +167,37 @@ def read_jsonl(path: Path | str) -> list[dict]:
         if isinstance(record, dict) and isinstance(record.get("step"), int) and not isinstance(record["step"], bool):
             records.append(record)
     return records
+
+
+LESSON_FILE = "lesson-began"
+"""In a runs folder: the file whose time is when its current lesson began."""
+
+
+def start_lesson(runs_dir: Path | str) -> float:
+    """Begin a new lesson in `runs_dir` now and return when (Unix seconds): the runs before it are set aside, not deleted."""
+    root = Path(runs_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    written = root / f".{LESSON_FILE}.{os.getpid()}"
+    written.write_text(f"A lesson began at {time.strftime('%Y-%m-%d %H:%M:%S')}.\n", encoding="utf-8")
+    written.replace(root / LESSON_FILE)  # at once for every web process: none reads half a file
+    return lesson_began(root)
+
+
+def lesson_began(runs_dir: Path | str) -> float | None:
+    """When the current lesson of `runs_dir` began, or None where none was started: its file's time, from the same
+    clock as the runs' (`started_at`)."""
+    try:
+        return (Path(runs_dir) / LESSON_FILE).stat().st_mtime
+    except OSError:
+        return None
+
+
+def started_at(folder: Path | str) -> float:
+    """When a run folder's run started: its config.json, written once at the start (0 if it has none)."""
+    try:
+        return (Path(folder) / "config.json").stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def read_config(path: Path | str) -> dict:

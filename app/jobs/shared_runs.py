@@ -49,7 +49,16 @@ import numpy as np
 from app.jobs.cluster import POLL_SECONDS, Cluster, job_device
 from app.jobs.model_jobs import LiveRun, LiveState, live_snapshots, run_steps
 from app.jobs.run_registry import Registry, Seen
-from app.jobs.runs import Run, eval_result_from_record, read_config, read_run, sample_from_record, wall_pace
+from app.jobs.runs import (
+    Run,
+    eval_result_from_record,
+    lesson_began,
+    read_config,
+    read_run,
+    sample_from_record,
+    started_at,
+    wall_pace,
+)
 from engines.lm.settings import EMBEDDED, EMBEDDED_DIR, PACKAGED, REWARD_PREFIX, LMSettings, is_folder
 
 LOG = logging.getLogger("feedback_lab")
@@ -476,12 +485,14 @@ CLASS_RUNS = ClassRuns()
 # ----------------------------------------------------------------------------- finished runs
 
 
-def finished_run(key: str | None, runs_dir: Path) -> Run | None:
-    """The newest run folder of `runs_dir` that ran to its end under `key`, or None."""
+def finished_run(key: str | None, runs_dir: Path, since: float | None = None) -> Run | None:
+    """The newest run folder of `runs_dir` that ran to its end under `key`, started at `since` (Unix seconds) or
+    later where given, or None."""
     if key is None or not Path(runs_dir).is_dir():
         return None
     # Only config.json is read of every folder: a class's runs folder holds many runs, each of thousands of lines.
-    named = [f for f in sorted(Path(runs_dir).iterdir()) if read_config(f / "config.json").get("run_key") == key]
+    named = [f for f in sorted(Path(runs_dir).iterdir()) if read_config(f / "config.json").get("run_key") == key
+             and (since is None or started_at(f) >= since)]
     for folder in reversed(named):
         run = read_run(folder)
         if run.finished:
@@ -602,12 +613,13 @@ class Learner:
         return self.watch(settings, device, at_pace), ""
 
     def watch(self, settings: LMSettings, device: str, at_pace: bool = False) -> Watching:
-        """The run of `settings` on `device`: one that already ran to its end on this server (its files, at once or
-        `at_pace`), one another web process trains (its files as they grow), else the one of this web process, joined
+        """The run of `settings` on `device`: one that already ran to its end on this server in the current lesson (its
+        files, at once; or `at_pace`, which also replays one from before the lesson), one another web process trains (its files as they grow), else the one of this web process, joined
         or started (it may wait for its device)."""
         self._let_go()
         key = run_key(settings, device)
-        done = finished_run(key, self.runs_dir)
+        # A lesson's Start trains afresh rather than show a run finished before it, unless the learner asks to replay.
+        done = finished_run(key, self.runs_dir, since=None if at_pace else lesson_began(self.runs_dir))
         if done is not None:
             return Watching(partial(replay, done, at_pace), settings, "finished", run_id=done.id)
         self.run, joined = self.class_runs.watch(key, settings, device, self.runs_dir, self.cluster, self, self.download_problem)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import random
 import re
 
@@ -239,3 +240,21 @@ def test_the_class_runs_are_told_apart_by_advantage_as_well_as_by_beta(tmp_path)
     assert plot.source.data["dash"] == [ADVANTAGE_DASH["loo"], ADVANTAGE_DASH["grpo"]] and "solid" != ADVANTAGE_DASH["grpo"]
     assert plot.source.data["label"] == ["old (β 0, loo)", "grpo (β 0, grpo)"]
     assert "β 0, grpo, interrupted" in runs_list_html([grpo])
+
+
+def test_a_new_lesson_sets_the_rehearsals_runs_aside_in_the_room_and_keeps_them(tmp_path):
+    def new_run(name: str) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps({"settings": {"beta": 0.0}}))
+
+    new_run("rehearsal")
+    os.utime(tmp_path / "rehearsal" / "config.json", (1e9, 1e9))  # started long before the lesson
+    view = room_page.RoomView(room=Room(LocalBoard()), runs_dir=tmp_path)
+    assert view.class_runs.source.data["label"] == ["rehearsal (β 0, loo)"]  # no lesson begun: every run is the class's
+    view.new_lesson()
+    assert "A new lesson began" in view.lesson_line.object and view.class_runs.source.data["label"] == []
+    new_run("lesson")
+    view.refresh_runs()
+    assert view.class_runs.source.data["label"] == ["lesson (β 0, loo)"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["lesson", "rehearsal"]  # set aside, not deleted
+    view.close()

@@ -12,7 +12,7 @@ import pytest
 from app.jobs.cluster import Cluster
 from app.jobs.cluster import current as current_cluster
 from app.jobs.model_jobs import run_steps
-from app.jobs.runs import list_runs, read_run, wall_pace
+from app.jobs.runs import list_runs, read_run, start_lesson, wall_pace
 from app.jobs.shared_runs import CLASS_RUNS, ClassRuns, newest_steps, replay, run_key, start_estimate
 from app.pages.live_run import LiveRunPage
 from app.pages.live_run.text import ELSEWHERE, FINISHED, JOINED
@@ -99,6 +99,29 @@ def test_a_run_that_already_ran_to_its_end_is_shown_from_its_files_at_once_or_at
     paced.run_job.job.run.join(30)
     assert shown_steps(paced) == [1, 2, 3, 4] and list(tmp_path.iterdir()) == [folder]
 
+
+
+def test_after_a_new_lesson_start_trains_afresh_unless_the_learner_asks_to_replay_a_run_from_before(tmp_path):
+    rehearsal = tiny_page(tmp_path, 3)
+    rehearsal.start()
+    rehearsal.run_job.job.run.join(120)
+    (before,) = list_runs(tmp_path)
+    start_lesson(tmp_path)
+    replayed = tiny_page(tmp_path, 3, at_pace="true")  # the learner asks for a finished run: the rehearsal's is one
+    replayed.start()
+    replayed.run_job.job.run.join(30)
+    assert FINISHED.format(run=before.id) in replayed.display.shared_line.object and len(list_runs(tmp_path)) == 1
+    lesson = tiny_page(tmp_path, 3)
+    lesson.start()
+    lesson.run_job.job.run.join(120)
+    assert not lesson.display.shared_line.visible and "Finished: all 3 steps" in lesson.display.status.object
+    (fresh,) = [run for run in list_runs(tmp_path) if run.id != before.id]
+    assert fresh.finished and [m["step"] for m in fresh.metrics] == [1, 2, 3]  # trained again, in the lesson
+    again = tiny_page(tmp_path, 3)  # the lesson's own finished run is shown at once, as before lessons
+    again.start()
+    again.run_job.job.run.join(30)
+    assert FINISHED.format(run=fresh.id) in again.display.shared_line.object and len(list_runs(tmp_path)) == 2
+    no_job_left()
 
 def test_stop_leaves_a_shared_run_which_stops_when_its_last_learner_leaves(tmp_path):
     a, b, c = tiny_page(tmp_path, 400), tiny_page(tmp_path, 400), tiny_page(tmp_path, 400)

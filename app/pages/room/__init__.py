@@ -9,8 +9,10 @@ it is not a page of the navigation. It shows, live:
   one card large for a projector with its right answer hidden until "Reveal the answer";
 - "Send the class there": a link of the app (a page with its state, from the teacher's own tab)
   that every learner's page then shows in a banner, to follow with one click;
-- the class's live runs (the live-run page's list of the runs folder) on one plot, reward and
-  KL against the step, coloured by β, each with a link that opens it as the learners see it.
+- the class's live runs of this lesson (the live-run page's list of the runs folder, less the runs
+  started before the lesson) on one plot, reward and KL against the step, coloured by β, each with a
+  link that opens it as the learners see it; "Start a new lesson" sets the runs so far aside
+  (app/jobs/runs.py `start_lesson`), so that a rehearsal's finished runs are not what the class's Start shows.
 
 The room's counts come from app/serving/room.py's thread, at most every SYNC_SECONDS; the runs from the
 runs folder, read again every RUNS_SECONDS while the view is open.
@@ -27,7 +29,7 @@ import panel as pn
 
 from app.jobs.cluster import Cluster
 from app.jobs.cluster import current as current_cluster
-from app.jobs.runs import RUNS_DIR, Run, RunsFolder, run_status
+from app.jobs.runs import RUNS_DIR, Run, RunsFolder, lesson_began, run_status, start_lesson, started_at
 from app.pages import available_pages
 from app.pages.room.class_runs import ClassRunsPlot, RunLine
 from app.pages.room.tally import TallyBoard, card_rows
@@ -42,6 +44,9 @@ RUNS_SECONDS = 2.0
 INTRO = ("Only you see this view. Learners are counted on a page while it is open in their browser, and a card's "
          "tally counts the answers of the learners on its page now who have left “Counted in the room” on: no "
          "names, only how many chose each answer.")
+
+LESSON_STARTED = ("<p>A new lesson began: the runs before it are set aside (kept in {folder}), so a learner's Start trains "
+                  "afresh; the live-run page still lists them, and its replay box shows one.</p>")
 
 
 def line_of(run: Run, running: set[str]) -> RunLine:
@@ -80,6 +85,10 @@ class RoomView(pn.viewable.Viewer):
         self.stop_button = pn.widgets.Button(label="Take the banner away", width=200)
         self.send_button.on_click(lambda _e: self.send())
         self.stop_button.on_click(lambda _e: self.stop_sending())
+        self.lesson_button = pn.widgets.Button(label="Start a new lesson", width=200,
+                                               description="Set the runs so far aside: the class's Start trains afresh")
+        self.lesson_button.on_click(lambda _e: self.new_lesson())
+        self.lesson_line = pn.pane.HTML("", sizing_mode="stretch_width")
         self.pace_line = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["fl-pace-status"])
         self.runs = RunsFolder(Path(runs_dir) if runs_dir is not None else RUNS_DIR)
         self.class_runs = ClassRunsPlot()
@@ -117,11 +126,17 @@ class RoomView(pn.viewable.Viewer):
         self.room.send(None)
         self.pace_line.object = "<p>The banner is taken away from the learners' pages.</p>"
 
+    def new_lesson(self) -> None:
+        start_lesson(self.runs.root)
+        self.lesson_line.object = LESSON_STARTED.format(folder=html.escape(str(self.runs.root.resolve())))
+        self.refresh_runs()
+
     def refresh_runs(self) -> None:
-        """Read the runs folder again (only the runs whose files changed) and redraw the class's runs."""
+        """Read the runs folder again (only the runs whose files changed) and redraw the class's runs of this lesson."""
         self.runs.refresh()
         running = self.cluster.running_ids() if self.cluster.connected else set()
-        self.class_runs.show([line_of(run, running) for run in self.runs.runs().values()])
+        began = lesson_began(self.runs.root) or 0.0
+        self.class_runs.show([line_of(run, running) for run in self.runs.runs().values() if started_at(run.folder) >= began])
 
     def close(self) -> None:
         self._unwatch()
@@ -140,6 +155,7 @@ class RoomView(pn.viewable.Viewer):
             self.tally,
             section_heading("The class's live runs: reward and KL, coloured by β"),
             self.class_runs,
+            pn.Row(self.lesson_button, self.lesson_line, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
 
