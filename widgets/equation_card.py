@@ -7,6 +7,8 @@ import re
 
 import panel as pn
 
+from widgets import katex
+
 EQUATION_CSS = ":host { overflow-x: auto; overflow-y: hidden; text-align: center; }"
 """The equation's lines centred across the page; a part wider than its box (on a phone, whose width the box takes:
 assets/page.html) scrolls inside the box instead of past the page's edge."""
@@ -18,8 +20,9 @@ PART_GAP = "&emsp;&emsp;"
 
 
 def equation(latex: str, **kwargs) -> pn.pane.LaTeX:
-    """A displayed equation (LaTeX, without the $$) whose parts go onto lines of their own when the page is narrow."""
-    return pn.pane.LaTeX(breakable(latex), stylesheets=[EQUATION_CSS], margin=(0, 10), **{"sizing_mode": "stretch_width", **kwargs})
+    """A displayed equation (LaTeX, without the $$) whose parts go onto lines of their own when the page is narrow,
+    typeset in KaTeX's own fonts, which the app serves (widgets/katex.py)."""
+    return pn.pane.LaTeX(breakable(latex), stylesheets=[*katex.stylesheets(), EQUATION_CSS], margin=(0, 10), **{"sizing_mode": "stretch_width", **kwargs})
 
 
 @functools.lru_cache(maxsize=64)

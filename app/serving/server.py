@@ -54,6 +54,7 @@ from app.pages.thumbnails import PICTURES, shipped
 from app.serving import limits, ready_pages, room
 from app.serving.cores import share_cores
 from app.serving.web_processes import default_origins
+from widgets import katex
 from widgets.pace_banner import PaceBanner
 from widgets.predict import guide_switch, session_guide
 from widgets.streaming import LOG, deliver, session_document
@@ -298,6 +299,7 @@ def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str],
         main_max_width="1100px",
         busy_indicator=None,  # it would send two extra messages on every slider step
         notifications=NotificationArea(),  # where `session_exception` tells this session what went wrong
+        css_files=[katex.FONTS],  # KaTeX's @font-face rules in the head (widgets/katex.py)
     )
     top = [join_room(active)] if learners else []
     template.main.append(pn.Column(*top, pn.pane.Markdown(f"# {title}"), body, sizing_mode="stretch_width"))
@@ -635,6 +637,7 @@ def serve(
     log_to_stderr()
     quiet_closed_connections()
     skip_document_validation()
+    katex.leave_panels_stylesheet_out()
     end_sessions_when_their_page_closes()
     pn.config.exception_handler = session_exception
     origins = websocket_origin or default_origins(address, port)
@@ -706,6 +709,7 @@ def serve_panel_session() -> None:
     """Make this session's page servable, for `panel serve app/serving/server.py`."""
     pn.config.exception_handler = session_exception
     skip_document_validation()
+    katex.leave_panels_stylesheet_out()
     admitted(panel_serve_view)().servable(title=APP_TITLE)
 
 

@@ -1,5 +1,6 @@
 """A displayed equation's parts (widgets/equation_card.py): cut where the page may break a line, nowhere else."""
 
+from widgets import katex
 from widgets.equation_card import EQUATION_CSS, breakable, equation
 
 GAP = "&emsp;&emsp;"
@@ -18,5 +19,6 @@ def test_a_gathered_environments_rows_are_lines_and_an_escaped_brace_opens_nothi
 
 def test_the_pane_centres_its_lines_and_scrolls_a_part_wider_than_the_page():
     pane = equation(r"x = 1 \qquad y = 2")
-    assert pane.object == rf"$\displaystyle x = 1${GAP}$\displaystyle y = 2$" and pane.stylesheets == [EQUATION_CSS]
+    assert pane.object == rf"$\displaystyle x = 1${GAP}$\displaystyle y = 2$"
+    assert pane.stylesheets == [*katex.stylesheets(), EQUATION_CSS]  # KaTeX's rules, served by the app, then its own
     assert pane.sizing_mode == "stretch_width" and "text-align: center" in EQUATION_CSS and "overflow-x: auto" in EQUATION_CSS
