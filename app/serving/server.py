@@ -73,22 +73,48 @@ def query_link(route: str) -> str:
     return f"?page={route}" if route else "?"
 
 
+NAV_LABELS = {
+    "baselines": "Baselines",
+    "toy_target": "Toy target",
+    "bandit": "Bandit",
+    "token_world": "Token world",
+    "group_baselines": "Group baselines",
+    "live_run": "Live run",
+    "kl": "KL penalty",
+    "preferences": "Preferences",
+    "reward_model": "Reward models",
+    "lab": "Lab",
+}
+"""Each page's name in the header: a word or two of its title, so that the links fit on the header's one row from
+1280 px wide. The link's accessible name and tooltip are the whole title, which contains these words (WCAG's label
+in name)."""
+
+
 def nav_html(pages: list[PageInfo], active: str, link: Callable[[str], str]) -> str:
-    """The header's links: the index, then every page present; the active one marked. On a phone's width they fold
-    behind the menu button (assets/app.css)."""
-    entries = [("", "Overview")] + [(p.route, p.title) for p in pages]
-    anchors = [
-        f'<a href="{link(route)}"{" aria-current=page" if route == active else ""}>{title}</a>'
-        for route, title in entries
-    ]
+    """The header's links: the index, then every page present, each by its short name (`NAV_LABELS`; `data-text`
+    keeps its bold width, assets/app.css); the active one marked. Below `assets/app.css`'s width for one row they fold
+    behind the menu button."""
+    anchors = [f'<a href="{link("")}"{" aria-current=page" if active == "" else ""} data-text="Overview">Overview</a>']
+    for p in pages:
+        label = NAV_LABELS.get(p.name, p.title)
+        name = f' aria-label="{html.escape(p.title)}" title="{html.escape(p.title)}"' if label != p.title else ""
+        current = " aria-current=page" if p.route == active else ""
+        anchors.append(f'<a href="{link(p.route)}"{current}{name} data-text="{html.escape(label)}">{label}</a>')
     return f'<nav class="fl-nav" aria-label="Pages">{MENU_BUTTON}<div class="fl-links" id="fl-links">{"".join(anchors)}</div>{THEME_SWITCH}</nav>'
 
 
 MENU_BUTTON = (
     '<button type="button" class="fl-menu" aria-expanded="false" aria-controls="fl-links" '
-    "onclick=\"this.setAttribute('aria-expanded', this.parentElement.classList.toggle('fl-open'));\">Menu</button>"
+    "onclick=\"const open = this.parentElement.classList.toggle('fl-open'); this.setAttribute('aria-expanded', open); "
+    "document.getElementById('header').classList.toggle('fl-open', open);\">Menu</button>"
 )
-"""The phone's menu button: shows or hides the links (hidden on wider screens, where they are always shown)."""
+"""The menu button of a narrow screen: shows or hides the links, and on a phone the header's switches (`#header.fl-open`,
+assets/page.html); hidden where the links fit on the header's row (assets/app.css)."""
+
+
+SWITCHES_CSS = ".fl-guide { display: flex !important; margin: 1px 0 1px 10px !important; font-size: 0.9em; }"
+"""The guided-prompts and room switches one above the other, at the header row's right end: side by side they took
+the width of three page links."""
 
 
 THEME_SWITCH = (
@@ -287,11 +313,13 @@ def join_room(route: str) -> PaceBanner:
 def framed(body, pages: list[PageInfo], active: str, link: Callable[[str], str], title: str, learners: bool = True) -> PageTemplate:
     """`body` inside the shared template: header navigation with the light/dark switch, the guided-prompts and room
     switches; on a learner's page (`learners`), the teacher's banner above the page, and the session counted in the room."""
+    switches = guide_switch(session_guide())
+    switches.param.update(css_classes=[*switches.css_classes, "fl-switches"], stylesheets=[*switches.stylesheets, SWITCHES_CSS])
     template = PageTemplate(
         title=APP_TITLE,
         header=[
             pn.pane.HTML(nav_html(pages, active, link), sizing_mode="stretch_width", stylesheets=[CSS]),
-            guide_switch(session_guide()),
+            switches,
         ],
         header_background="#0072B2",
         meta_viewport="width=device-width, initial-scale=1",  # without it a phone lays the page out 980 px wide

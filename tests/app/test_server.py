@@ -38,8 +38,11 @@ def test_routes_are_the_page_modules_present():
 def test_navigation_and_index_link_every_page():
     pages = available_pages()
     nav = nav_html(pages, "baselines", route_link)
-    assert '<a href="/">Overview</a>' in nav
-    assert '<a href="/baselines" aria-current=page>' in nav
+    assert '<a href="/" data-text="Overview">Overview</a>' in nav
+    # Each page by a word or two of its title, the whole title its accessible name and tooltip.
+    assert ('<a href="/baselines" aria-current=page aria-label="Baselines and variance" title="Baselines and variance" '
+            'data-text="Baselines">Baselines</a>') in nav
+    assert '<a href="/reward-model" data-text="Reward models">Reward models</a>' in nav
     assert nav.count("<a ") == len(pages) + 1
     index_html = index_view(pages, query_link)[1].object
     assert all(f'href="?page={p.route}"' in index_html for p in pages)
