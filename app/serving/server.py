@@ -53,6 +53,7 @@ from app.pages import COURSE, PageInfo, available_pages
 from app.pages.thumbnails import PICTURES, shipped
 from app.serving import limits, ready_pages, room
 from app.serving.cores import share_cores
+from app.serving.origins import check_every_websocket_origin
 from app.serving.web_processes import default_origins
 from widgets import katex
 from widgets.pace_banner import PaceBanner
@@ -651,6 +652,7 @@ def serve(
 
     `teacher` is the room view's token (default: a new random one; its link is printed, never
     logged), `the_room` the room its learners are counted in (default: this process's alone).
+    Only the hosts of `websocket_origin` open sessions (app/serving/origins.py).
 
     `server_limits` (default: the environment's) are installed for the pages to read; the
     unused-session lifetime and the websocket message bound go to Bokeh's server. `admin`
@@ -667,6 +669,7 @@ def serve(
     skip_document_validation()
     katex.leave_panels_stylesheet_out()
     end_sessions_when_their_page_closes()
+    check_every_websocket_origin()
     pn.config.exception_handler = session_exception
     origins = websocket_origin or default_origins(address, port)
     room.install_token(teacher or room.TeacherToken())
