@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5006
 ADDRESS ?= localhost
 
-.PHONY: install serve figures wheel check test test-engines screenshots bench clean
+.PHONY: install serve lesson figures wheel check test test-engines screenshots bench clean
 
 install: $(VENV)/.installed
 
@@ -32,6 +32,10 @@ serve: install
 		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends nginx-light; } \
 		|| echo "nginx could not be installed: one web process will serve."
 	$(BIN)/feedback-lab serve --port $(PORT) --address $(ADDRESS)
+
+# A classroom: the machine's network address, the learners' URL and its QR code, the teacher's link, a new lesson.
+lesson: install
+	$(BIN)/feedback-lab serve --class --port $(PORT)
 
 figures: install
 	$(BIN)/feedback-lab figures bandit

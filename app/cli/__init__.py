@@ -3,6 +3,7 @@
     feedback-lab --version
     feedback-lab figures NAME [options] [--json]
     feedback-lab serve [--port 5006] [--address localhost] [--allow-websocket-origin HOST:PORT] [--admin] [--web-processes N] [--new-lesson]
+                       [--class]
                        [--scheduler tcp://HOST:PORT | tls://HOST:PORT] [--teacher-token TOKEN] [--models NAMES] [--rewards NAMES] [limits]
     feedback-lab train-lm [options] [--out DIR]
     feedback-lab make-pairs --pairs N --tau-label T --out FILE
@@ -13,7 +14,8 @@
 
 `figures` prints one of the seed chapters' tables from the engines (see `app/cli/figures/`);
 `serve` starts the web app (see `app/serving/server.py`) and the Dask cluster its model jobs run on,
-or joins one (see `app/jobs/cluster.py`), from several web processes behind nginx (see `app/serving/web_processes.py`), and prints the teacher's link to the room view (see `app/serving/room.py`), offering its learners the models of `--models` (see `app/serving/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
+or joins one (see `app/jobs/cluster.py`), from several web processes behind nginx (see `app/serving/web_processes.py`), for a
+classroom with `--class` (see `app/serving/classroom.py`), and prints the teacher's link to the room view (see `app/serving/room.py`), offering its learners the models of `--models` (see `app/serving/offered.py`); `lab` writes the lab's notebook (see `app/lab/`); `thumbnails` draws the index's pictures (see
 `app/pages/thumbnails.py`); the
 others run the language-model work without a browser, writing the same files as the pages.
 Every option of a figure
@@ -33,8 +35,8 @@ from importlib.metadata import PackageNotFoundError, version
 from app.cli.figures import FIGURES
 from app.cli.options import add_settings_options, settings_from_args
 from app.jobs.cluster import SCHEDULER_VARIABLE
-from app.serving import limits, offered, web_processes
-from app.serving.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken
+from app.serving import classroom, limits, offered, web_processes
+from app.serving.room import TOKEN_VARIABLE, Room, SchedulerBoard, TeacherToken, install_learners_url
 from engines.lm.settings import is_folder, is_shipped
 
 COMMANDS = {
@@ -65,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     figures.add_argument("options", nargs=argparse.REMAINDER, help="the figure's options; NAME --help lists them")
     serve = commands.add_parser("serve", help="start the web app (every page present in app/pages)")
     serve.add_argument("--port", type=int, default=5006, help="port to listen on (default: 5006)")
-    serve.add_argument("--address", default="localhost", help="address to listen on (default: localhost)")
+    serve.add_argument("--address", default=None,
+                       help="address to listen on (default: localhost; with --class, every address of the machine, 0.0.0.0)")
     serve.add_argument(
         "--allow-websocket-origin",
         action="append",
@@ -91,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--new-lesson", action="store_true",
                        help="begin a new lesson: runs finished before now (a rehearsal's) are set aside, so a Start trains "
                             "afresh instead of showing one; they are kept, listed, and replayed on request")
+    serve.add_argument("--class", dest="classroom", action="store_true",
+                       help="serve a classroom: listen on this machine's network address, let exactly the addresses printed "
+                            "open sessions (the learners' and, for the teacher's own tab, localhost's), print the URL "
+                            "learners type with its QR code and the teacher's link, and begin a new lesson (--new-lesson); "
+                            "--address, --port and --allow-websocket-origin given still win")
     offered.add_arguments(serve)
     limits.add_arguments(serve)
     for name, (*_, help_text) in COMMANDS.items():
@@ -123,6 +131,16 @@ def websocket_origins(given: list[str] | None) -> list[str] | None:
     return hosts or None
 
 
+def serving_plan(args: argparse.Namespace, lan: str | None = None) -> tuple[str, list[str] | None, classroom.Classroom | None]:
+    """(the address to listen on, the hosts allowed to open sessions or None for serve's default, the classroom of
+    `--class` or None), from `serve`'s `args`; `lan` is this machine's network address, for `--class`."""
+    given = websocket_origins(args.allow_websocket_origin)
+    if not args.classroom:
+        return args.address or "localhost", given, None
+    the_class = classroom.plan(args.address, args.port, given, lan)
+    return the_class.address, the_class.origins, the_class
+
+
 def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
     """`serve`, given its parsed `args` and its command line `options` (which web processes started here inherit)."""
     try:
@@ -136,6 +154,11 @@ def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
         return 2
     for note in [*notes, note] if note else notes:
         print(f"feedback-lab serve: note: {note}", file=sys.stderr)
+    address, origins, the_class = serving_plan(args, classroom.lan_address() if args.classroom else None)
+    learners_url = the_class.learners_url if the_class else os.environ.get(classroom.LEARNERS_URL_VARIABLE, "").strip() or None
+    if learners_url:  # for the room view, here and in the web processes started here
+        os.environ[classroom.LEARNERS_URL_VARIABLE] = learners_url
+        install_learners_url(learners_url)
     offered.install(offer)
     # The cluster reads its slots when first imported, so the option reaches it through its variable.
     os.environ[limits.variable("max_runs_per_device")] = str(server_limits.max_runs_per_device)
@@ -151,13 +174,15 @@ def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
         return 2
     from app.jobs.runs import RUNS_DIR, RUNS_VARIABLE, start_lesson
 
-    if args.new_lesson:
+    if args.new_lesson or args.classroom:
         start_lesson(RUNS_DIR)
         print("A new lesson began: the runs before it are set aside, and a Start trains afresh.", flush=True)
     print(f"Runs are kept in {RUNS_DIR.resolve()} (${RUNS_VARIABLE} moves them).", flush=True)
-    if processes > 1:  # the web processes started there begin no lesson of their own
-        return serve_behind_nginx(args, [o for o in options if o != "--new-lesson"], processes, jobs.client.scheduler.address, teacher,
-                                  server_limits.websocket_max_bytes)
+    lines = classroom.lines(the_class, teacher.link(the_class.teacher_base)) if the_class else None
+    if processes > 1:  # the web processes started there begin no lesson of their own and print nothing
+        children = [o for o in options if o not in ("--new-lesson", "--class")]
+        return serve_behind_nginx(args, children, processes, jobs.client.scheduler.address, teacher,
+                                  server_limits.websocket_max_bytes, address, origins, lines)
     from app.serving.server import serve  # panel loads only when the app is served
 
     cluster.install(jobs)
@@ -167,25 +192,28 @@ def run_server(args: argparse.Namespace, options: list[str] = ()) -> int:
         warm_up(offer.models[0], jobs)  # a class's first Start then finds the default model loaded
     # Web processes joined to one scheduler count their learners together on its board; a local cluster serves one process.
     the_room = Room(SchedulerBoard(jobs.client)) if jobs.address else Room()
-    serve(port=args.port, address=args.address, websocket_origin=websocket_origins(args.allow_websocket_origin), show=args.show,
-          server_limits=server_limits, admin=args.admin, teacher=teacher, the_room=the_room)
+    serve(port=args.port, address=address, websocket_origin=origins, show=args.show, server_limits=server_limits,
+          admin=args.admin, teacher=teacher, the_room=the_room, lines=lines)
     return 0
 
 
 def serve_behind_nginx(args: argparse.Namespace, options: list[str], processes: int, scheduler: str, teacher: TeacherToken,
-                       max_body_bytes: int) -> int:
-    """`processes` web processes joined to `scheduler` behind nginx on the address and port of `args`."""
-    origins = websocket_origins(args.allow_websocket_origin) or web_processes.default_origins(args.address, args.port)
+                       max_body_bytes: int, address: str, origins: list[str] | None, lines: list[str] | None) -> int:
+    """`processes` web processes joined to `scheduler` behind nginx on `address` and the port of `args`, opened to
+    `origins` (None: serve's default); `lines` are printed once they serve (None: the address and the teacher's link)."""
+    origins = origins or web_processes.default_origins(address, args.port)
 
     def announce() -> None:
-        print(f"Feedback Lab serves http://{origins[0]}/ from {processes} web processes behind nginx", flush=True)
-        print(f"The teacher's room view (keep this link to yourself): {teacher.link('http://' + origins[0])}", flush=True)
+        shown = [f"Feedback Lab serves from {processes} web processes behind nginx.", *lines] if lines else [
+            f"Feedback Lab serves http://{origins[0]}/ from {processes} web processes behind nginx",
+            f"The teacher's room view (keep this link to yourself): {teacher.link('http://' + origins[0])}"]
+        print("\n".join(shown), flush=True)
         if args.show:
             import webbrowser
 
             webbrowser.open(f"http://{origins[0]}/")
 
-    return web_processes.serve_behind_nginx(processes, options, args.address, args.port, scheduler, teacher.value, origins,
+    return web_processes.serve_behind_nginx(processes, options, address, args.port, scheduler, teacher.value, origins,
                                             max_body_bytes, announce)
 
 

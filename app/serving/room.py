@@ -102,6 +102,20 @@ def install_token(token: TeacherToken) -> None:
     hide_token_in_logs(token.value)
 
 
+LEARNERS_URL: str | None = None
+"""The URL learners type to reach this server, as the server was told it (`serve --class` works it out), which the room
+view shows with its QR code; None where the server was not told it. Never taken from a browser's request."""
+
+
+def install_learners_url(url: str | None) -> None:
+    global LEARNERS_URL
+    LEARNERS_URL = url or None
+
+
+def learners_url() -> str | None:
+    return LEARNERS_URL
+
+
 _HIDDEN: set[str] = set()
 
 

@@ -34,10 +34,12 @@ import re
 import signal
 import threading
 import time
+import webbrowser
 from collections.abc import Callable
 from functools import partial
 
 import panel as pn
+import tornado.ioloop
 import tornado.web
 from bokeh.server.session import ServerSession
 from bokeh.settings import settings as bokeh_settings
@@ -52,6 +54,7 @@ from app.freed_memory import trim_freed_memory
 from app.pages import COURSE, PageInfo, available_pages
 from app.pages.thumbnails import PICTURES, shipped
 from app.serving import limits, ready_pages, room
+from app.serving.classroom import serving_lines
 from app.serving.cores import share_cores
 from app.serving.origins import check_every_websocket_origin
 from app.serving.web_processes import default_origins
@@ -647,11 +650,13 @@ def serve(
     admin: bool = False,
     teacher: room.TeacherToken | None = None,
     the_room: room.Room | None = None,
+    lines: list[str] | None = None,
 ):
     """Start the server (blocking unless `threaded`); returns the server object.
 
     `teacher` is the room view's token (default: a new random one; its link is printed, never
     logged), `the_room` the room its learners are counted in (default: this process's alone).
+    `lines` are printed instead of the address served and the teacher's link (`serve --class`'s).
     Only the hosts of `websocket_origin` open sessions (app/serving/origins.py).
 
     `server_limits` (default: the environment's) are installed for the pages to read; the
@@ -680,17 +685,20 @@ def serve(
     collect_on_a_timer(server_limits.collect_seconds)
     if not threaded:
         stop_on_sigterm()
-        # On standard output beside Panel's line with the learners' address; the log (standard error) never holds it.
-        print(f"The teacher's room view (keep this link to yourself): {room.TOKEN.link('http://' + origins[0])}", flush=True)
+        # On standard output, the address to open and the teacher's link; the log (standard error) never holds the link.
+        print("\n".join(lines or serving_lines(origins, room.TOKEN.link("http://" + origins[0]))), flush=True)
+        if show:  # the address printed, never 0.0.0.0 (Panel's would open the address listened on), once serving
+            tornado.ioloop.IOLoop.current().add_callback(webbrowser.open, f"http://{origins[0]}/")
     return pn.serve(
         applications(table, server_limits),
         port=port,
         address=address,
         websocket_origin=origins,
-        show=show,
+        show=show and threaded,
         title=titles(),
         threaded=threaded,
         print_url=not threaded,
+        verbose=False,  # Panel's line would name the address listened on, 0.0.0.0 included; ours names the one to type
         admin=admin,
         extra_patterns=[(r"/healthz", HealthHandler)],
         unused_session_lifetime_milliseconds=lifetime_ms,  # Bokeh's --unused-session-lifetime

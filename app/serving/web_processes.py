@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.serving.classroom import typed_host
 from app.serving.room import TOKEN_VARIABLE
 
 LOG = logging.getLogger("feedback_lab")
@@ -116,8 +117,9 @@ def free_loopback_port() -> int:
 
 
 def default_origins(address: str, port: int) -> list[str]:
-    """The hosts allowed to open the app's websocket when none are given: the address served, and localhost."""
-    return [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    """The hosts allowed to open the app's websocket when none are given: the address served (for every address,
+    0.0.0.0, the machine's address on its network, which learners can type), and localhost."""
+    return list(dict.fromkeys([typed_host(address, port), f"localhost:{port}", f"127.0.0.1:{port}"]))
 
 
 def listen_address(address: str, port: int) -> str:

@@ -14,7 +14,7 @@ import param
 import pytest
 from bokeh.models import ColumnDataSource
 
-from app.cli import build_parser
+from app.cli import build_parser, serving_plan
 from app.pages import PAGE_ORDER, available_pages
 from app.serving.server import index_view, nav_html, query_link, route_link, routes
 from widgets.downloads import source_csv
@@ -50,7 +50,8 @@ def test_navigation_and_index_link_every_page():
 
 def test_serve_command_options():
     args = build_parser().parse_args(["serve"])
-    assert (args.port, args.address, args.allow_websocket_origin) == (5006, "localhost", None)
+    assert (args.port, args.address, args.allow_websocket_origin, args.classroom) == (5006, None, None, False)
+    assert serving_plan(args) == ("localhost", None, None)  # localhost, and serve's default origins
     args = build_parser().parse_args(["serve", "--port", "8000", "--address", "0.0.0.0", "--allow-websocket-origin", "lab.example:80"])
     assert (args.port, args.address, args.allow_websocket_origin) == (8000, "0.0.0.0", ["lab.example:80"])
 

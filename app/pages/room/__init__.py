@@ -3,6 +3,8 @@
 Opened only by the teacher's link (`feedback-lab serve` prints it; app/serving/room.py checks its token),
 it is not a page of the navigation. It shows, live:
 
+- where learners join: the URL they type and its QR code, large for a projector, when the server was told it
+  (`serve --class` works it out: app/serving/classroom.py);
 - how many learners are on each page now, across every web process of the server;
 - for every prediction card of the app, how many learners chose each answer (only learners whose
   "Counted in the room" switch is on, on the card's page now), and "Show the class", which puts
@@ -33,9 +35,11 @@ from app.jobs.runs import RUNS_DIR, Run, RunsFolder, lesson_began, run_status, s
 from app.pages import available_pages
 from app.pages.room.class_runs import ClassRunsPlot, RunLine
 from app.pages.room.tally import TallyBoard, card_rows
+from app.serving import room as serving_room
 from app.serving.room import Counts, Room, pace_for
 from app.serving.room import current as current_room
 from widgets.headings import section_heading
+from widgets.qr_code import join_pane
 from widgets.streaming import deliver, session_document
 
 TITLE = "The room"
@@ -90,6 +94,8 @@ class RoomView(pn.viewable.Viewer):
         self.lesson_button.on_click(lambda _e: self.new_lesson())
         self.lesson_line = pn.pane.HTML("", sizing_mode="stretch_width")
         self.pace_line = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["fl-pace-status"])
+        url = serving_room.learners_url()  # the server's setting (serve --class), never a browser's
+        self.join = [section_heading("Where learners join"), join_pane(url)] if url else []
         self.runs = RunsFolder(Path(runs_dir) if runs_dir is not None else RUNS_DIR)
         self.class_runs = ClassRunsPlot()
         self.refresh_runs()
@@ -146,6 +152,7 @@ class RoomView(pn.viewable.Viewer):
     def __panel__(self):
         return pn.Column(
             pn.pane.Markdown(INTRO, sizing_mode="stretch_width"),
+            *self.join,
             self.learners,
             section_heading("Send the class to a page"),
             self.link,
