@@ -6,12 +6,19 @@ A `PredictionCard` asks one question with a few choices; the panels it guards
 (`card.guard(...)`) stay hidden until the learner has picked a choice and pressed Reveal.
 Then the card marks the choice right or not and explains.
 
+Picking a choice is a vote: it counts in the room's tally at once (app/serving/room.py), without
+showing the answer, and can be changed until the answer is shown. While the teacher holds a card's
+reveal from the room view (`Guide.room`, the room's state of each card, which the room hands every
+learner's guide), the card has no Reveal button: "Your vote is in; the teacher will reveal the answer";
+the teacher's "Reveal the answer" then shows it, with the guarded panels, on every learner's card.
+"Vote again" (round 2) asks the card's question once more, for a second vote beside the first.
+
 What a learner has answered, and whether they want the prompts at all, belongs to their
 browser, not to the server: `Guide` holds it for one session and `BrowserStore`, a small
 JavaScript component in the page header (the "Guided prompts" switch, and the "Counted in the
 room" switch), mirrors it into the browser's localStorage. The room's tally (app/serving/room.py) reads
-only `Guide.tally()`: the session's answers to the cards its page shows, while the learner has
-left the room switch on; it keeps counts per card and choice, nothing else. A reload, another page or a new tab of the same browser starts where the
+only `Guide.tally()`: the session's votes on the cards its page shows, per round, while the learner has
+left the room switch on; it keeps counts per card, round and choice, nothing else. A reload, another page or a new tab of the same browser starts where the
 learner left off; another browser, or a link sent to someone, starts afresh. Where localStorage refuses to
 work (some private windows), the defaults hold for the session: prompts on, nothing answered.
 """
@@ -33,8 +40,14 @@ from widgets.updates import one_update
 
 STORAGE_KEY = "feedback-lab.guide"
 """The localStorage entry: JSON {"prompts": bool, "room": bool, "answers": {card key: choice}}."""
-COUNTED_LINE = "Your choice counts, anonymously, in the room's tally: no name, only how many chose each answer."
-"""The line a card shows while the learner's answers count in the room's tally."""
+COUNTED_LINE = "Your choice counts, anonymously, in the room's tally as you pick it: no name, only how many chose each answer."
+"""The line a card shows while the learner's votes count in the room's tally."""
+HELD_LINE = "Your vote is in; the teacher will reveal the answer."
+"""What a card shows in place of Reveal once the learner has voted, while the teacher holds the card's reveal."""
+HOLD_LINE = "Pick your answer: the teacher will reveal it to the room."
+"""What a card shows in place of Reveal before the learner has voted, while the teacher holds the card's reveal."""
+ROUND_TWO_LINE = "Vote again: after the discussion, which do you choose now?"
+"""The line above the choices in the room's second round of a card."""
 
 CARD_STYLES = {
     "border-left": "4px solid #E69F00",
@@ -82,6 +95,9 @@ class Guide(param.Parameterized):
     answers = param.Dict(default={}, doc="Card key -> the choice the learner committed to.")
     counted = param.Boolean(default=True, doc="The learner's answers count, anonymously, in the room's tally.")
     met = param.Dict(default={}, doc="Card key -> its choices' values, for the cards this session's page shows.")
+    votes = param.Dict(default={}, doc="Card key -> round ('1', '2') -> the choice this session voted for (not stored).")
+    room = param.Dict(default={}, doc="Card key -> the room's state of it: {'round': 1 or 2, 'held': bool, 'reveal': id} "
+                                      "(app.serving.room.card_state), as the room hands it to the session.")
     synced = param.Boolean(default=False, doc="The browser has sent its stored state (or said it has none).")
 
     def answer(self, key: str, choice: str) -> None:
@@ -90,17 +106,40 @@ class Guide(param.Parameterized):
     def forget(self, key: str) -> None:
         self.answers = {k: v for k, v in self.answers.items() if k != key}
 
+    def vote(self, key: str, choice: str) -> None:
+        """Vote `choice` on card `key` in the room's current round of it (a later vote in the round replaces it)."""
+        rounds = dict(self.votes.get(key, {}))
+        rounds[str(self.round_of(key))] = choice
+        self.votes = {**self.votes, key: rounds}
+
+    def voted(self, key: str) -> str | None:
+        """This session's vote on card `key` in the room's current round, if any."""
+        return self.votes.get(key, {}).get(str(self.round_of(key)))
+
+    def round_of(self, key: str) -> int:
+        return self.room.get(key, {}).get("round", 1)
+
+    def held(self, key: str) -> bool:
+        """The teacher holds this card's reveal and has not revealed it yet."""
+        state = self.room.get(key, {})
+        return bool(state.get("held")) and not state.get("reveal")
+
     def meet(self, key: str, choices) -> None:
         """Note a card this session's page shows (and the choices it offers)."""
         self.met = {**self.met, key: tuple(choices)}
 
-    def tally(self) -> dict[str, str]:
-        """What this session adds to the room's tally: its answer to each card its page shows, if that answer is one
-        the card offers, and nothing once the learner has left the room's counts. Stored answers to other cards,
-        or forged ones, never count."""
+    def tally(self) -> dict[str, dict[str, str]]:
+        """What this session adds to the room's tally: card key -> round -> its vote, for each card its page shows,
+        if the vote is one the card offers, and nothing once the learner has left the room's counts. Votes on other
+        cards, or forged ones, never count; neither do answers stored in the browser (an earlier lesson's)."""
         if not self.counted:
             return {}
-        return {key: self.answers[key] for key, choices in self.met.items() if self.answers.get(key) in choices}
+        tally = {}
+        for key, choices in self.met.items():
+            rounds = {r: c for r, c in self.votes.get(key, {}).items() if r in ("1", "2") and c in choices}
+            if rounds:
+                tally[key] = rounds
+        return tally
 
     def to_json(self) -> str:
         return json.dumps({"prompts": self.prompts, "room": self.counted, "answers": self.answers}, sort_keys=True)
@@ -267,8 +306,8 @@ class CardView(MessagingComponent):
 
     Seven Panel components drawn the usual way cost a page visit about 17 Bokeh models and
     75 ms of server CPU per card; this one is a single component. The browser sends
-    {"commit": choice} when Reveal is pressed and {"forget": true} for "Ask me again";
-    `PredictionCard` turns those into the guide's answers.
+    {"vote": choice} when a choice is picked, {"commit": choice} when Reveal is pressed and {"forget": true}
+    for "Ask me again"; `PredictionCard` turns those into the guide's votes and answers.
     """
 
     question = param.String(default="", doc="The question, as HTML.")
@@ -279,6 +318,10 @@ class CardView(MessagingComponent):
     explanation = param.String(default="", doc="Why, as HTML; shown with the verdict.")
     again = param.Boolean(default=False, doc="Offer 'Ask me again' (prompts on and answered).")
     counted = param.String(default="", doc="The line saying the choice counts in the room's tally; '' while it does not.")
+    voted = param.String(default="", doc="The learner's vote in this round, '' for none (its choice shows picked).")
+    held = param.String(default="", doc="While the teacher holds the reveal: the line shown in place of Reveal; '' otherwise.")
+    note = param.String(default="", doc="A line above the choices ('' for none): the room's second round.")
+    opened = param.Boolean(default=False, doc="Once answered: the fold is drawn open (just revealed, by the learner or the room).")
 
     _esm = """
     const CSS = `
@@ -294,22 +337,37 @@ class CardView(MessagingComponent):
       .fl-verdict-right { color: #009E73; font-weight: 700; }
       .fl-verdict-wrong { color: #D55E00; font-weight: 700; }
       .fl-counted { font-size: 0.85em; opacity: 0.8; margin: 0.2em 0; }
+      .fl-held { font-weight: 700; margin: 0.3em 0; }
+      .fl-round { font-style: italic; }
       summary { cursor: pointer; margin: 0.3em 0; }
       summary > div, summary > div > p { display: inline; }
     `
     export function render({ model, el }) {
       const name = 'choice-' + Math.random().toString(36).slice(2)
-      let revealed = false
       const block = (html) => { const div = document.createElement('div'); div.innerHTML = html; return div }
+      let inputs = [], revealButton = null
+      const showVote = () => {  // a vote echoed back: tick it where it is, keeping the learner's focus
+        for (const input of inputs) { input.checked = input.value === model.voted }
+        if (revealButton && model.voted) { revealButton.disabled = false }
+      }
       const draw = () => {
+        inputs = []
+        revealButton = null
         const style = document.createElement('style')
         style.textContent = CSS
         const parts = [style, block(model.question)]
         if (model.asking) {
+          if (model.note) {
+            const note = document.createElement('p')
+            note.className = 'fl-round'
+            note.textContent = model.note
+            parts.push(note)
+          }
           const reveal = document.createElement('button')
           reveal.className = 'fl-reveal'
           reveal.textContent = 'Reveal'
-          reveal.disabled = true
+          reveal.disabled = !model.voted
+          revealButton = reveal
           const list = document.createElement('div')
           list.className = 'fl-choices'
           list.setAttribute('role', 'radiogroup')
@@ -319,15 +377,24 @@ class CardView(MessagingComponent):
             input.type = 'radio'
             input.name = name
             input.value = value
-            input.addEventListener('change', () => { reveal.disabled = false })
+            input.checked = value === model.voted
+            input.addEventListener('change', () => { reveal.disabled = false; model.send_msg({ vote: value }) })
+            inputs.push(input)
             option.append(input, ' ' + label)
             list.append(option)
           }
           reveal.addEventListener('click', () => {
             const picked = list.querySelector('input:checked')
-            if (picked) { revealed = true; model.send_msg({ commit: picked.value }) }
+            if (picked) { model.send_msg({ commit: picked.value }) }
           })
-          parts.push(list, reveal)
+          let instead = null
+          if (model.held) {
+            instead = document.createElement('p')
+            instead.className = 'fl-held'
+            instead.setAttribute('role', 'status')
+            instead.textContent = model.held
+          }
+          parts.push(list, instead || reveal)
           if (model.counted) {
             const line = document.createElement('p')
             line.className = 'fl-counted'
@@ -338,7 +405,7 @@ class CardView(MessagingComponent):
           // Answered (or prompts off): one line, the question, which opens onto the verdict and the explanation;
           // open at once when the learner has just pressed Reveal.
           const fold = document.createElement('details')
-          fold.open = revealed
+          fold.open = model.opened
           const line = document.createElement('summary')
           line.append(parts.pop())
           fold.append(line, block(model.verdict), block(model.explanation))
@@ -346,7 +413,7 @@ class CardView(MessagingComponent):
             const again = document.createElement('button')
             again.className = 'fl-again'
             again.textContent = 'Ask me again'
-            again.addEventListener('click', () => { revealed = false; model.send_msg({ forget: true }) })
+            again.addEventListener('click', () => { model.send_msg({ forget: true }) })
             fold.append(again)
           }
           parts.push(fold)
@@ -354,7 +421,8 @@ class CardView(MessagingComponent):
         el.replaceChildren(...parts)
       }
       draw()
-      model.on(['question', 'choices', 'chosen', 'asking', 'verdict', 'explanation', 'again', 'counted'], draw)
+      model.on(['question', 'choices', 'chosen', 'asking', 'verdict', 'explanation', 'again', 'counted', 'held', 'note', 'opened'], draw)
+      model.on('voted', showVote)
     }
     """
 
@@ -402,7 +470,10 @@ class PredictionCard(pn.viewable.Viewer):
         )
         self._guarded: list[tuple[pn.Column, tuple]] = []  # each guarded column and what it shows once revealed
         self._placeholders: list[pn.pane.HTML] = []
-        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers", "counted"])
+        self._room_reveals: set[str] = set()  # the room's reveals of this card this card has shown
+        self._shown_by_room = False  # the room revealed it to a learner who had not voted: the answer, no verdict
+        self._open_next = False  # the next draw opens the fold (the card was just revealed)
+        guide.param.watch(lambda *_events: self._refresh(), ["prompts", "answers", "counted", "votes", "room"])
         self._refresh()
 
     @classmethod
@@ -411,11 +482,26 @@ class PredictionCard(pn.viewable.Viewer):
         return cls(spec.key, spec.question, dict(spec.choices), spec.answer, explanation, guide, kind=spec.kind, **params)
 
     def _from_browser(self, message: dict) -> None:
-        choice = message.get("commit")
-        if isinstance(choice, str) and choice in self.choices:  # anything else a browser sends is ignored
+        choice, vote = message.get("commit"), message.get("vote")
+        if isinstance(vote, str) and vote in self.choices:  # anything else a browser sends is ignored
+            self.vote(vote)
+        elif isinstance(choice, str) and choice in self.choices and not self.guide.held(self.key):
             self.commit(choice)
         elif message.get("forget") is True:
+            self._shown_by_room = False
             self.guide.forget(self.key)
+
+    @property
+    def asking(self) -> bool:
+        """The card asks its question: prompts on, not answered, not revealed by the room."""
+        return self.guide.prompts and self.chosen is None and not self._shown_by_room
+
+    def vote(self, choice: str) -> None:
+        """Vote `choice` in the room's current round of this card, while it asks; a vote after the answer is ignored."""
+        if choice not in self.choices:
+            raise ValueError(f"{choice!r} is not one of the choices {list(self.choices)}.")
+        if self.asking:
+            self.guide.vote(self.key, choice)
 
     @property
     def chosen(self) -> str | None:
@@ -425,9 +511,12 @@ class PredictionCard(pn.viewable.Viewer):
 
     def commit(self, choice: str | None = None) -> None:
         """Commit to `choice` (default: the one ticked); the guarded panels are then shown."""
-        choice = self.options.value if choice is None else choice
+        choice = self.guide.voted(self.key) if choice is None else choice
         if choice not in self.choices:
             raise ValueError(f"{choice!r} is not one of the choices {list(self.choices)}.")
+        if self.asking and self.guide.voted(self.key) != choice:
+            self.guide.vote(self.key, choice)  # Reveal commits the vote it shows
+        self._open_next = True
         self.guide.answer(self.key, choice)
 
     def guard(self, *objects, note: str = "what happens", placeholder: bool = True) -> pn.Column:
@@ -457,13 +546,38 @@ class PredictionCard(pn.viewable.Viewer):
         self._refresh()
         return pn.Column(*parts, sizing_mode="stretch_width")
 
+    def _take_room_reveal(self) -> bool:
+        """Show the room's newest reveal of this card once: the learner's vote becomes their answer (or, with none,
+        the card shows the answer). True when it committed a vote (the guide's change redraws the card)."""
+        reveal = self.guide.room.get(self.key, {}).get("reveal")
+        if not reveal or reveal in self._room_reveals:
+            return False
+        self._room_reveals.add(reveal)
+        if not self.asking:
+            return False
+        self._open_next = True
+        vote = self.guide.voted(self.key)
+        if vote in self.choices:
+            self.guide.answer(self.key, vote)
+            return True
+        self._shown_by_room = True
+        return False
+
     def _refresh(self) -> None:
-        chosen, asking = self.chosen, self.guide.prompts and self.chosen is None
+        if self._take_room_reveal():
+            return
+        chosen, asking = self.chosen, self.asking
         self.revealed = not asking
+        voted = self.guide.voted(self.key) if asking else None
+        held = (HELD_LINE if voted else HOLD_LINE) if asking and self.guide.held(self.key) else ""
+        opened = False if asking else (self._open_next or self.view.opened)
+        self._open_next = False
         with one_update():
             self.view.param.update(
-                asking=asking, chosen=chosen or "", again=self.guide.prompts and chosen is not None, verdict=self._verdict_html(chosen),
-                counted=COUNTED_LINE if self.guide.counted else "",
+                asking=asking, chosen=chosen or "", again=self.guide.prompts and (chosen is not None or self._shown_by_room),
+                verdict=self._verdict_html(chosen), counted=COUNTED_LINE if self.guide.counted else "",
+                voted=voted if voted in self.choices else "", held=held, opened=opened,
+                note=ROUND_TWO_LINE if asking and self.guide.round_of(self.key) == 2 else "",
             )
             for column, objects in self._guarded:
                 if self.revealed and not column.objects:

@@ -1,24 +1,29 @@
 """The room: what a class predicted, which pages its learners are on, and where the teacher sends them.
 
-Peer instruction in a room works by the tally: every learner commits to an answer, the teacher
-sees how the class split before anyone reveals, and the class discusses. A class server holds
-thirty separate sessions, so this module gathers them, for the teacher alone:
+Peer instruction in a room works by the tally: every learner votes, the teacher sees how the class
+split before anyone reveals, the class discusses and votes again, then the answer. A class server
+holds thirty separate sessions, so this module gathers them, for the teacher alone:
 
 - **The teacher's token.** `feedback-lab serve` makes a random token at each start (or takes
   `--teacher-token` / FEEDBACK_LAB_TEACHER_TOKEN) and prints the room view's link with it; the
   view opens only for that token, compared in constant time (`TeacherToken.admits`). It never
   reaches the server's log (`hide_token_in_logs`).
-- **Presence.** Each learner's session is counted on its page from the moment its browser has
-  loaded it until the tab closes (`Presence.enter`), with its answers to that page's cards
+- **Presence and votes.** Each learner's session is counted on its page from the moment its browser has
+  loaded it until the tab closes (`Presence.enter`). Its votes on that page's cards, per round
   (`widgets.predict.Guide.tally`: only cards the page shows, only choices they offer, nothing
-  once the learner has switched "Counted in the room" off). A changed answer moves the count; a
-  closed tab takes its counts away. Nothing else of a learner is kept: no name, no address,
-  nothing written to disk.
+  once the learner has switched "Counted in the room" off), count from the moment they are cast
+  and stay for the lesson (the life of the web process) after the tab closes or the class moves on:
+  one vote per session, card and round, which a changed vote moves. Nothing else of a learner is
+  kept: no name, no address, nothing written to disk.
+- **The cards' state.** The teacher's room view can hold a card's reveal (learners vote, and their
+  own Reveal waits), reveal its answer to every learner's card, and start a second round of votes
+  (`Room.set_card`); every session's guide gets the room's state of each card (`Guide.room`).
 - **Every web process.** Each process publishes its counts on a board every `SYNC_SECONDS` and
   reads every process's back: on the Dask scheduler the process's model jobs already use
   (`SchedulerBoard`, the scheduler's metadata), or in memory where there is none
   (`LocalBoard`). docs/room.md gives the measurements that chose the scheduler's metadata. A
   process that stops publishing (killed) drops out of the tally `STALE_SECONDS` later.
+  The cards' state travels on the board as the pace does.
 - **Pacing.** The teacher sends a link of the app (a page with its state); every learner's page
   shows it in a banner with one click to go there (`Room.follow_pace`); nobody is moved.
 """
@@ -145,27 +150,39 @@ def hide_token_in_logs(secret: str) -> None:
 # ----------------------------------------------------------------------------- what the room holds
 
 
+ROUNDS = ("1", "2")
+"""A card's rounds of votes: the first, and the second after the class has discussed."""
+
+
+def add_votes(votes: dict[str, dict[str, dict[str, int]]], key: str, round_: str, choice: str, n: int) -> None:
+    """Add `n` votes for `choice` of card `key` in round `round_` to `votes` (key -> round -> choice -> n)."""
+    rounds = votes.setdefault(key, {})
+    rounds.setdefault(round_, {})[choice] = rounds.get(round_, {}).get(choice, 0) + n
+
+
 @dataclass(frozen=True)
 class Counts:
-    """A room's counts: learners on each page, and learners who chose each answer of each card."""
+    """A room's counts: learners on each page, and the votes on each card, per round."""
 
     pages: dict[str, int] = field(default_factory=dict)
     """Route -> learners whose tab shows that page now."""
-    answers: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Card key -> choice -> learners on the card's page who chose it (and count in the room)."""
+    votes: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """Card key -> round ("1", "2") -> choice -> learners who voted for it (and count in the room), this lesson."""
 
     def plus(self, other: Counts) -> Counts:
         pages = dict(self.pages)
         for route, n in other.pages.items():
             pages[route] = pages.get(route, 0) + n
-        answers = {key: dict(choices) for key, choices in self.answers.items()}
-        for key, choices in other.answers.items():
-            for choice, n in choices.items():
-                answers.setdefault(key, {})[choice] = answers.get(key, {}).get(choice, 0) + n
-        return Counts(pages, answers)
+        votes: dict[str, dict[str, dict[str, int]]] = {}
+        for counts in (self, other):
+            for key, rounds in counts.votes.items():
+                for round_, choices in rounds.items():
+                    for choice, n in choices.items():
+                        add_votes(votes, key, round_, choice, n)
+        return Counts(pages, votes)
 
     def as_dict(self) -> dict:
-        return {"pages": self.pages, "answers": self.answers}
+        return {"pages": self.pages, "votes": self.votes}
 
     @classmethod
     def read(cls, entry: object) -> Counts:
@@ -173,10 +190,14 @@ class Counts:
         if not isinstance(entry, dict):
             return cls()
         pages = entry.get("pages") if isinstance(entry.get("pages"), dict) else {}
-        answers = entry.get("answers") if isinstance(entry.get("answers"), dict) else {}
-        return cls({str(k): v for k, v in pages.items() if isinstance(v, int) and v > 0},
-                   {str(k): {str(c): n for c, n in v.items() if isinstance(n, int) and n > 0}
-                    for k, v in answers.items() if isinstance(v, dict)})
+        votes: dict[str, dict[str, dict[str, int]]] = {}
+        given = entry.get("votes") if isinstance(entry.get("votes"), dict) else {}
+        for key, rounds in given.items():
+            for round_, choices in (rounds.items() if isinstance(rounds, dict) else ()):
+                for choice, n in (choices.items() if isinstance(choices, dict) and str(round_) in ROUNDS else ()):
+                    if isinstance(n, int) and n > 0:
+                        add_votes(votes, str(key), str(round_), str(choice), n)
+        return cls({str(k): v for k, v in pages.items() if isinstance(v, int) and v > 0}, votes)
 
     @property
     def learners(self) -> int:
@@ -193,6 +214,25 @@ class Pace:
     """The page's title, for the banner."""
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     """Tells one sending from the next, so sending the same link again shows the banner again."""
+
+
+def card_state(entry: object) -> dict | None:
+    """The room's state of a card from a board's entry, None if it is not one: {"round": 1 or 2, "held": the teacher
+    holds its reveal, "reveal": an id of the teacher's latest reveal of it ('' for none; each reveal has a new one)}."""
+    if not isinstance(entry, dict):
+        return None
+    round_, held, reveal = entry.get("round"), entry.get("held"), entry.get("reveal")
+    if round_ not in (1, 2) or not isinstance(held, bool) or not isinstance(reveal, str) or len(reveal) > 64:
+        return None
+    return {"round": round_, "held": held, "reveal": reveal}
+
+
+def read_cards(entry: object) -> dict[str, dict]:
+    """The cards' states of a board's entry (card key -> card_state), leaving out any of the wrong shape."""
+    if not isinstance(entry, dict):
+        return {}
+    states = {str(key): card_state(state) for key, state in entry.items()}
+    return {key: state for key, state in states.items() if state is not None}
 
 
 def pace_for(text: str, titles: dict[str, str]) -> Pace:
@@ -220,26 +260,29 @@ def always_open() -> bool:
 
 
 class Presence:
-    """The learners of this web process: each session's page and what its answers add to the tally."""
+    """The learners of this web process: each session's page, and the votes its sessions cast this lesson."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._sessions: dict[str, tuple[str, dict[str, str], Callable[[], bool]]] = {}
+        self._sessions: dict[str, tuple[str, Callable[[], bool]]] = {}
+        self._votes: dict[str, dict[str, dict[str, str]]] = {}
+        """Session id -> card key -> round -> its vote; kept after the session has gone."""
 
     def enter(self, session_id: str, route: str, guide, is_open: Callable[[], bool] = always_open) -> Callable[[], None]:
-        """Count session `session_id` on `route` with `guide`'s tally (a widgets.predict.Guide), following its changes,
-        while `is_open()` (its tab holds its websocket) and until the returned function is called (the session is
-        gone). A closed tab's session lives on in the server for up to twice the unused-session lifetime; `is_open`
-        takes it out of the counts at once."""
+        """Count session `session_id` on `route` while `is_open()` (its tab holds its websocket) and until the returned
+        function is called (the session is gone), and its votes (`guide.tally()`, a widgets.predict.Guide's),
+        following their changes; the votes stay counted once it has gone. A closed tab's session lives on in the
+        server for up to twice the unused-session lifetime; `is_open` takes it off its page at once."""
 
         def update(*_events) -> None:
             with self._lock:
                 if session_id in self._sessions:
-                    self._sessions[session_id] = (route, guide.tally(), is_open)
+                    self._votes[session_id] = guide.tally()
 
         with self._lock:
-            self._sessions[session_id] = (route, guide.tally(), is_open)
-        watcher = guide.param.watch(update, ["answers", "counted", "met"])
+            self._sessions[session_id] = (route, is_open)
+            self._votes[session_id] = guide.tally()
+        watcher = guide.param.watch(update, ["votes", "counted", "met"])
 
         def leave() -> None:
             guide.param.unwatch(watcher)
@@ -251,15 +294,17 @@ class Presence:
     def counts(self) -> Counts:
         with self._lock:
             sessions = list(self._sessions.values())
+            tallies = list(self._votes.values())
         pages: dict[str, int] = {}
-        answers: dict[str, dict[str, int]] = {}
-        for route, tally, is_open in sessions:
-            if not is_open():
-                continue
-            pages[route] = pages.get(route, 0) + 1
-            for key, choice in tally.items():
-                answers.setdefault(key, {})[choice] = answers.get(key, {}).get(choice, 0) + 1
-        return Counts(pages, answers)
+        for route, is_open in sessions:
+            if is_open():
+                pages[route] = pages.get(route, 0) + 1
+        votes: dict[str, dict[str, dict[str, int]]] = {}
+        for tally in tallies:
+            for key, rounds in tally.items():
+                for round_, choice in rounds.items():
+                    add_votes(votes, key, round_, choice, 1)
+        return Counts(pages, votes)
 
 
 # ----------------------------------------------------------------------------- the board every process shares
@@ -271,20 +316,24 @@ class LocalBoard:
     def __init__(self):
         self._entries: dict[str, object] = {}
         self._pace: object = None
+        self._cards: dict[str, object] = {}
 
     def publish(self, process: str, entry: dict | None) -> None:
         self._entries[process] = entry
 
-    def read(self, everyone: bool) -> tuple[dict[str, object], object]:
-        return (dict(self._entries) if everyone else {}), self._pace
+    def read(self, everyone: bool) -> tuple[dict[str, object], object, object]:
+        return (dict(self._entries) if everyone else {}), self._pace, dict(self._cards)
 
     def send(self, pace: dict | None) -> None:
         self._pace = pace
 
+    def set_card(self, key: str, state: dict) -> None:
+        self._cards[key] = state
+
 
 class SchedulerBoard:
     """The board in the Dask scheduler's metadata (`Client.set_metadata` / `get_metadata`), which every web process
-    joined to the scheduler reads: BOARD_KEY -> {"processes": {process id: entry}, "pace": pace}."""
+    joined to the scheduler reads: BOARD_KEY -> {"processes": {process id: entry}, "pace": pace, "cards": {key: state}}."""
 
     def __init__(self, client):
         self.client = client
@@ -292,16 +341,20 @@ class SchedulerBoard:
     def publish(self, process: str, entry: dict | None) -> None:
         self.client.set_metadata([BOARD_KEY, "processes", process], entry)
 
-    def read(self, everyone: bool) -> tuple[dict[str, object], object]:
+    def read(self, everyone: bool) -> tuple[dict[str, object], object, object]:
         if everyone:
             board = self.client.get_metadata([BOARD_KEY], default=None)
             board = board if isinstance(board, dict) else {}
             processes = board.get("processes")
-            return (processes if isinstance(processes, dict) else {}), board.get("pace")
-        return {}, self.client.get_metadata([BOARD_KEY, "pace"], default=None)
+            return (processes if isinstance(processes, dict) else {}), board.get("pace"), board.get("cards")
+        return ({}, self.client.get_metadata([BOARD_KEY, "pace"], default=None),
+                self.client.get_metadata([BOARD_KEY, "cards"], default=None))
 
     def send(self, pace: dict | None) -> None:
         self.client.set_metadata([BOARD_KEY, "pace"], pace)
+
+    def set_card(self, key: str, state: dict) -> None:
+        self.client.set_metadata([BOARD_KEY, "cards", key], state)
 
 
 def read_pace(entry: object) -> Pace | None:
@@ -321,9 +374,9 @@ class Room:
 
     A thread (started with the first learner or room view) looks at the board every SYNC_SECONDS:
     it writes this process's counts when they changed (or every HEARTBEAT_SECONDS), reads the
-    pace, and, while a room view is open here, every process's counts; then it hands each room
-    view the total when it changed and each learner's page a new pace. Callbacks go to each
-    session's own thread (widgets.streaming.deliver).
+    pace and the cards' state, and, while a room view is open here, every process's counts; then it hands each room
+    view the total when it changed, each learner's page a new pace, and each learner's guide and room view the
+    cards' state when it changed. Callbacks go to each session's own thread (widgets.streaming.deliver).
     """
 
     def __init__(self, board=None, process: str | None = None):
@@ -333,9 +386,13 @@ class Room:
         self.counts = Counts()
         """The whole room's counts, as last read."""
         self.pace: Pace | None = None
+        self.cards: dict[str, dict] = {}
+        """Card key -> the room's state of it (card_state), as last read or set here."""
         self._lock = threading.Lock()
         self._views: dict[int, Callable[[Counts], None]] = {}
         self._banners: dict[int, Callable[[Pace | None], None]] = {}
+        self._card_followers: dict[int, Callable[[dict], None]] = {}
+        self._setting: list[tuple[str, dict]] = []
         self._ids = iter(range(1 << 62))
         self._sending: list[dict | None] = []
         self._seen: dict[str, tuple[object, float]] = {}
@@ -345,9 +402,20 @@ class Room:
     # --- what sessions ask of it
 
     def enter(self, session_id: str, route: str, guide, is_open: Callable[[], bool] = always_open) -> Callable[[], None]:
-        """Count a learner's session (see Presence.enter); returns the function that takes it out."""
+        """Count a learner's session (see Presence.enter), and keep its guide's `room` (the cards' state) up to date, on
+        the session's thread; returns the function that takes it out. Call it from the session (its page's onload)."""
+        from widgets.streaming import deliver, session_document
+
         self._start()
-        return self.presence.enter(session_id, route, guide, is_open)
+        doc = session_document()
+        leave = self.presence.enter(session_id, route, guide, is_open)
+        stop = self.follow_cards(lambda cards: deliver(doc, lambda: setattr(guide, "room", cards)))
+
+        def out() -> None:
+            stop()
+            leave()
+
+        return out
 
     def watch(self, on_counts: Callable[[Counts], None]) -> Callable[[], None]:
         """Call `on_counts(counts)` (from the room's thread) at once and whenever the room's counts change."""
@@ -356,6 +424,27 @@ class Room:
     def follow_pace(self, on_pace: Callable[[Pace | None], None]) -> Callable[[], None]:
         """Call `on_pace(pace)` (from the room's thread) whenever the teacher sends the class somewhere (None: stops)."""
         return self._subscribe(self._banners, on_pace, None)
+
+    def follow_cards(self, on_cards: Callable[[dict], None]) -> Callable[[], None]:
+        """Call `on_cards(cards)` (card key -> card_state; from the room's thread) at once and whenever they change."""
+        return self._subscribe(self._card_followers, on_cards, dict(self.cards))
+
+    def set_card(self, key: str, round_: int | None = None, held: bool | None = None, reveal: bool = False) -> dict:
+        """Change the room's state of card `key`: its round (1, or 2 for a second vote), whether the teacher holds its
+        reveal, and, with `reveal`, reveal its answer to every learner's card now. Every process's learners see it
+        within a look; returns the new state."""
+        with self._lock:
+            old = self.cards.get(key) or {"round": 1, "held": False, "reveal": ""}
+            state = {"round": old["round"] if round_ is None else int(round_), "held": old["held"] if held is None else bool(held),
+                     "reveal": uuid.uuid4().hex[:12] if reveal else ("" if round_ is not None and round_ != old["round"] else old["reveal"])}
+            if card_state(state) is None:
+                raise ValueError(f"A card's round is 1 or 2, not {round_!r}.")
+            self.cards = {**self.cards, key: state}
+            self._setting.append((key, state))
+            followers = list(self._card_followers.values())
+        for follower in followers:
+            follower(dict(self.cards))
+        return state
 
     def _subscribe(self, table: dict, callback, first) -> Callable[[], None]:
         self._start()
@@ -396,15 +485,18 @@ class Room:
         """One look at the board: publish, read, tell the room views and the banners what changed."""
         with self._lock:
             sending, self._sending = self._sending, []
+            setting, self._setting = self._setting, []
             views, banners = list(self._views.values()), list(self._banners.values())
         for pace in sending:
             self.board.send(pace)
+        for key, state in setting:
+            self.board.set_card(key, state)
         mine = self.presence.counts()
         published, published_at = self._published
         if mine != published or time.monotonic() - published_at > HEARTBEAT_SECONDS:
             self._published = (mine, time.monotonic())
             self.board.publish(self.process, {"beat": time.time_ns(), **mine.as_dict()})
-        processes, pace_entry = self.board.read(everyone=bool(views))
+        processes, pace_entry, cards_entry = self.board.read(everyone=bool(views))
         total = mine
         for process, entry in self._alive(processes).items():
             total = total.plus(Counts.read(entry))
@@ -417,6 +509,15 @@ class Room:
             self.pace = pace
             for banner in banners:
                 banner(pace)
+        cards = read_cards(cards_entry)
+        with self._lock:
+            changed = cards != self.cards and not self._setting  # a state set since the read goes out at the next look
+            if changed:
+                self.cards = cards
+            followers = list(self._card_followers.values())
+        if changed:
+            for follower in followers:
+                follower(dict(cards))
 
     def _alive(self, processes: dict[str, object]) -> dict[str, object]:
         """The other processes' entries that changed within STALE_SECONDS, as this process's clock saw them."""

@@ -141,21 +141,71 @@ def test_the_store_bridge_reads_the_browser_first_and_then_writes_changes():
     assert not copy.counted and copy.prompts
 
 
-def test_the_tally_holds_only_answers_to_the_cards_shown_with_their_choices_and_only_while_counted():
-    guide = Guide(answers={"elsewhere/card": "mean", "demo/other": "sd"})  # stored answers to cards of other pages
+def test_the_tally_holds_only_votes_on_the_cards_shown_with_their_choices_and_only_while_counted():
+    guide = Guide(answers={"elsewhere/card": "mean", "demo/what-moves": "sd"})  # answers stored by an earlier lesson
+    guide.votes = {"elsewhere/card": {"1": "mean"}}  # a vote on a card of another page
     c = card(guide)
     assert guide.tally() == {} and c.view.counted  # the card says its choice counts in the room
-    c.view._handle_msg({"commit": "sd"})
-    assert guide.tally() == {"demo/what-moves": "sd"}
-    c.view._handle_msg({"commit": ["sd"]})  # forged messages: ignored, the card and the tally unchanged
+    guide.forget("demo/what-moves")  # "Ask me again"
+    c.view._handle_msg({"vote": "sd"})  # what the browser sends when a choice is picked
+    assert guide.tally() == {"demo/what-moves": {"1": "sd"}}
+    assert not c.revealed and c.view.asking and c.view.voted == "sd"  # a vote shows no answer
+    c.view._handle_msg({"vote": ["sd"]})  # forged messages: ignored, the card and the tally unchanged
+    c.view._handle_msg({"vote": "median"})
     c.view._handle_msg({"commit": "median"})
     c.view._handle_msg({"forget": "yes"})
-    assert guide.tally() == {"demo/what-moves": "sd"}
-    guide.answers = {**guide.answers, "demo/what-moves": "forged"}  # as a stored state could say
+    assert guide.tally() == {"demo/what-moves": {"1": "sd"}}
+    guide.votes = {**guide.votes, "demo/what-moves": {"1": "forged", "7": "sd"}}  # as a forged state could say
     assert guide.tally() == {}
-    c.commit("mean")
+    c.view._handle_msg({"vote": "mean"})  # a changed vote replaces the one before
+    c.view._handle_msg({"commit": "mean"})  # Reveal
+    assert guide.tally() == {"demo/what-moves": {"1": "mean"}} and c.revealed
+    c.view._handle_msg({"vote": "sd"})  # once the answer shows, a vote is ignored
+    assert guide.tally() == {"demo/what-moves": {"1": "mean"}}
     guide.counted = False  # the learner leaves the room's counts
     assert guide.tally() == {} and c.view.counted == ""
+
+
+def test_a_held_card_takes_votes_but_no_reveal_until_the_room_reveals_it():
+    guide = Guide()
+    c = card(guide)
+    placeholder, column = guarded(c)
+    guide.room = {"demo/what-moves": {"round": 1, "held": True, "reveal": ""}}  # the teacher holds the reveal
+    assert c.view.asking and c.view.held == "Pick your answer: the teacher will reveal it to the room."
+    c.view._handle_msg({"vote": "sd"})
+    assert c.view.held == "Your vote is in; the teacher will reveal the answer." and c.view.voted == "sd"
+    c.view._handle_msg({"commit": "sd"})  # Reveal, forged while held: ignored
+    assert not c.revealed and guide.answers == {} and not column.visible
+    c.view._handle_msg({"vote": "mean"})  # changeable until the answer shows
+    guide.room = {"demo/what-moves": {"round": 1, "held": True, "reveal": "r1"}}  # the teacher reveals it to the room
+    assert c.revealed and column.visible and not placeholder.visible and c.view.opened
+    assert guide.answers == {"demo/what-moves": "mean"} and "Right." in c.view.verdict and c.view.held == ""
+    assert guide.tally() == {"demo/what-moves": {"1": "mean"}}
+    c.view._handle_msg({"forget": True})  # "Ask me again" after the room's reveal asks again; the same reveal does not answer
+    assert not c.revealed and c.view.asking and not c.view.held and guide.answers == {}
+
+
+def test_the_rooms_reveal_shows_the_answer_to_a_learner_who_did_not_vote_and_a_second_round_asks_again():
+    guide, other = Guide(), Guide()
+    c, d = card(guide), card(other)
+    _, column = guarded(c)
+    guide.room = {"demo/what-moves": {"round": 1, "held": True, "reveal": "r1"}}
+    assert c.revealed and column.visible and "The answer: <strong>their mean</strong>" in c.view.verdict
+    assert guide.answers == {} and guide.tally() == {}
+    d.view._handle_msg({"vote": "sd"})
+    other.room = {"demo/what-moves": {"round": 2, "held": True, "reveal": ""}}  # "Vote again"
+    assert d.view.asking and d.view.voted == "" and d.view.note.startswith("Vote again")
+    d.view._handle_msg({"vote": "mean"})
+    assert other.tally() == {"demo/what-moves": {"1": "sd", "2": "mean"}}  # both rounds' votes, side by side
+    d.view._handle_msg({"vote": "both"})  # a changed second vote leaves the first
+    assert other.tally() == {"demo/what-moves": {"1": "sd", "2": "both"}}
+
+
+def test_with_prompts_off_a_card_shows_its_answer_and_takes_no_vote():
+    guide = Guide(prompts=False)
+    c = card(guide)
+    c.view._handle_msg({"vote": "sd"})
+    assert c.revealed and not c.view.asking and guide.tally() == {}
 
 
 def test_a_browser_without_storage_keeps_the_defaults():

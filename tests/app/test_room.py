@@ -1,5 +1,6 @@
-"""The room: the teacher's token (403, a replayed link, never in the log), the tally of the cards (answers, changes,
-closed tabs, forgeries, a flood), pacing, and the counts of two web processes on one Dask scheduler."""
+"""The room: the teacher's token (403, a replayed link, never in the log), the tally of the cards (votes, changes,
+closed tabs, forgeries, a flood, two rounds), the cards' hold and reveal, pacing, and the counts of two web processes
+on one Dask scheduler."""
 
 from __future__ import annotations
 
@@ -41,46 +42,101 @@ def watched(the_room: Room) -> list[Counts]:
     return seen
 
 
-def test_the_tally_follows_answers_changes_and_closed_tabs_and_ignores_forgeries():
+def test_the_tally_follows_votes_and_changes_keeps_them_after_the_tab_closes_and_ignores_forgeries():
     the_room = Room(LocalBoard())
     seen = watched(the_room)
     _, (a, _), leave_a = learner(the_room, "a")
     guide_b, (b, b_arm), _ = learner(the_room, "b")
     guide_c, _, _ = learner(the_room, "c", route="kl")  # on another page: counted there, with no bandit card
-    a.view._handle_msg({"commit": "spread"})
-    b.view._handle_msg({"commit": "mean"})
-    b_arm.view._handle_msg({"commit": "most"})
-    b.view._handle_msg({"commit": "made-up"})  # a choice the card does not offer
-    guide_b.answers = {**guide_b.answers, "bandit/invented-card": "x", "kl/beta-to-zero": "collapses"}  # stored, forged
-    guide_c.answers = {"bandit/baseline-effect": "spread"}  # an answer to a card its page does not show
+    a.view._handle_msg({"vote": "spread"})  # a choice picked: a vote, counted before any Reveal
+    b.view._handle_msg({"vote": "mean"})
+    b_arm.view._handle_msg({"commit": "most"})  # Reveal at once
+    b.view._handle_msg({"vote": "made-up"})  # a choice the card does not offer
+    guide_b.votes = {**guide_b.votes, "bandit/invented-card": {"1": "x"}, "kl/beta-to-zero": {"1": "collapses"}}  # forged
+    guide_c.votes = {"bandit/baseline-effect": {"1": "spread"}}  # a vote on a card its page does not show
     the_room.look()
-    assert seen[-1] == Counts({"bandit": 2, "kl": 1}, {"bandit/baseline-effect": {"spread": 1, "mean": 1},
-                                                     "bandit/which-arm": {"most": 1}})
-    b.view._handle_msg({"commit": "spread"})  # a changed answer moves its count
-    leave_a()  # a closed tab leaves the tally
+    assert seen[-1] == Counts({"bandit": 2, "kl": 1}, {"bandit/baseline-effect": {"1": {"spread": 1, "mean": 1}},
+                                                     "bandit/which-arm": {"1": {"most": 1}}})
+    assert not a.revealed and not b.revealed and b_arm.revealed  # a vote shows no answer
+    b.view._handle_msg({"vote": "spread"})  # a changed vote moves its count
+    leave_a()  # a closed tab leaves its page, but its vote stays for the lesson
     the_room.look()
-    assert seen[-1] == Counts({"bandit": 1, "kl": 1}, {"bandit/baseline-effect": {"spread": 1}, "bandit/which-arm": {"most": 1}})
-    guide_b.counted = False  # "Counted in the room" switched off: still on the page, no answer counted
+    assert seen[-1] == Counts({"bandit": 1, "kl": 1}, {"bandit/baseline-effect": {"1": {"spread": 2}},
+                                                     "bandit/which-arm": {"1": {"most": 1}}})
+    a.view._handle_msg({"vote": "mean"})  # a session gone: nothing of it changes any more
+    guide_b.counted = False  # "Counted in the room" switched off: still on the page, no vote counted
     the_room.look()
-    assert seen[-1] == Counts({"bandit": 1, "kl": 1}, {})
+    assert seen[-1] == Counts({"bandit": 1, "kl": 1}, {"bandit/baseline-effect": {"1": {"spread": 1}}})
 
 
-def test_a_flood_of_answer_changes_from_one_tab_leaves_the_tally_right():
+def test_a_flood_of_vote_changes_from_one_tab_leaves_the_tally_right():
     the_room = Room(LocalBoard())
     seen = watched(the_room)
     _, (card, _), _ = learner(the_room, "flood")
     _, (other, _), _ = learner(the_room, "calm")
-    other.view._handle_msg({"commit": "neither"})
+    other.view._handle_msg({"vote": "neither"})
     rng = random.Random(0)
     choices = [value for value, _ in BASELINE_EFFECT.choices]
     for k in range(2000):
-        message = rng.choice([{"commit": rng.choice(choices)}, {"forget": True}, {"commit": "x" * 10_000}, {"commit": k}])
+        message = rng.choice([{"vote": rng.choice(choices)}, {"forget": True}, {"vote": "x" * 10_000}, {"vote": k},
+                              {"commit": rng.choice(choices)}])
         card.view._handle_msg(message)
         if k % 200 == 0:
             the_room.look()
-    card.view._handle_msg({"commit": "both"})
+    card.view._handle_msg({"forget": True})
+    card.view._handle_msg({"vote": "both"})
     the_room.look()
-    assert seen[-1].answers == {"bandit/baseline-effect": {"both": 1, "neither": 1}}
+    assert seen[-1].votes == {"bandit/baseline-effect": {"1": {"both": 1, "neither": 1}}}
+
+
+def test_the_teacher_holds_reveals_and_asks_again_in_every_process_and_the_room_keeps_both_rounds():
+    board = LocalBoard()  # one board, two rooms: two web processes
+    first, second = Room(board, "web-1"), Room(board, "web-2")
+    view = room_page.RoomView(room=first)
+    guide_a, (a, _), _ = learner(first, "a")
+    guide_b, (b, _), leave_b = learner(second, "b")
+    key = "bandit/baseline-effect"
+    view._from_browser({"hold": key, "on": True})
+    for each in (first, second, first):
+        each.look()
+    assert guide_a.held(key) and guide_b.held(key) and view.tally.states[key] == {"round": 1, "held": True, "revealed": False}
+    a.view._handle_msg({"vote": "spread"})
+    b.view._handle_msg({"vote": "mean"})
+    b.view._handle_msg({"commit": "mean"})  # Reveal while held: ignored
+    assert b.view.held == "Your vote is in; the teacher will reveal the answer." and not b.revealed
+    for each in (second, first):
+        each.look()
+    assert view.tally.counts == {key: {"1": {"spread": 1, "mean": 1}}} and view.tally.answers == {}  # the split, no answer
+    view._from_browser({"again": key})  # a second vote after the discussion
+    for each in (first, second, first):
+        each.look()
+    assert view.tally.states[key]["round"] == 2 and b.view.asking and b.view.voted == ""
+    a.view._handle_msg({"vote": "spread"})
+    b.view._handle_msg({"vote": "spread"})
+    view._from_browser({"reveal": key})  # to the room
+    for each in (first, second, first):
+        each.look()
+    assert a.revealed and b.revealed and guide_b.answers == {key: "spread"} and "Right." in b.view.verdict
+    assert view.tally.answers == {key: "spread"} and view.tally.states[key]["revealed"]
+    leave_b()  # the class moves on: the card's splits stay
+    second.look()
+    first.look()
+    assert view.tally.counts == {key: {"1": {"spread": 1, "mean": 1}, "2": {"spread": 2}}}
+    for forged in ({"reveal": "forged/card"}, {"hold": key, "on": "yes"}, {"again": ["x"]}, {"hold": "nope", "on": True}):
+        view._from_browser(forged)
+    first.look()
+    assert set(first.cards) == {key} and first.cards[key]["held"]
+    view.close()
+
+
+def test_a_board_entry_of_the_wrong_shape_counts_nothing():
+    assert Counts.read({"pages": {"bandit": 2, "kl": "x"}, "votes": {"k": {"1": {"a": 2, "b": -1}, "3": {"a": 1}, "2": "x"}}}) == \
+        Counts({"bandit": 2}, {"k": {"1": {"a": 2}}})
+    assert Counts.read("nonsense") == Counts()
+    assert room_module.read_cards({"k": {"round": 2, "held": False, "reveal": ""}, "bad": {"round": 3, "held": False, "reveal": ""},
+                                   "worse": "x"}) == {"k": {"round": 2, "held": False, "reveal": ""}}
+    with pytest.raises(ValueError, match="1 or 2"):
+        Room(LocalBoard()).set_card("k", round_=3)
 
 
 @pytest.mark.server
@@ -95,26 +151,30 @@ def test_two_web_processes_on_one_scheduler_count_together_and_one_that_stops_dr
     second.follow_pace(banners.append)
     _, (a, _), _ = learner(first, "a")
     _, (b, _), leave_b = learner(second, "b")
-    a.view._handle_msg({"commit": "spread"})
-    b.view._handle_msg({"commit": "spread"})
+    a.view._handle_msg({"vote": "spread"})
+    b.view._handle_msg({"vote": "spread"})
     for each in (second, first):
         each.look()
-    assert seen[-1] == Counts({"bandit": 2}, {"bandit/baseline-effect": {"spread": 2}})
+    assert seen[-1] == Counts({"bandit": 2}, {"bandit/baseline-effect": {"1": {"spread": 2}}})
     first.send(Pace("/kl?beta=0.1", "KL"))
     first.look()
     second.look()
     assert banners[-1] is not None and (banners[-1].link, banners[-1].title) == ("/kl?beta=0.1", "KL")
-    leave_b()
+    first.set_card("bandit/baseline-effect", held=True)  # the cards' state travels on the scheduler's board too
+    first.look()
+    second.look()
+    assert second.cards["bandit/baseline-effect"]["held"] and b.view.held
+    leave_b()  # its vote stays
     second.look()
     first.look()
-    assert seen[-1] == Counts({"bandit": 1}, {"bandit/baseline-effect": {"spread": 1}})
+    assert seen[-1] == Counts({"bandit": 1}, {"bandit/baseline-effect": {"1": {"spread": 2}}})
     _, (b, _), _ = learner(second, "b2")
-    b.view._handle_msg({"commit": "mean"})
+    b.view._handle_msg({"vote": "mean"})
     second.look()
     first.look()
-    assert seen[-1].answers == {"bandit/baseline-effect": {"spread": 1, "mean": 1}}
+    assert seen[-1].votes == {"bandit/baseline-effect": {"1": {"spread": 2, "mean": 1}}}
     monkeypatch.setattr(room_module, "STALE_SECONDS", 0.3)  # the second process stops looking (killed)
-    wait_until(lambda: first.look() or seen[-1].answers == {"bandit/baseline-effect": {"spread": 1}}, 10, "the stopped process dropped")
+    wait_until(lambda: first.look() or seen[-1].votes == {"bandit/baseline-effect": {"1": {"spread": 1}}}, 10, "the stopped process dropped")
     second._leave_board()  # a process that exits takes its entry off the board at once
     assert client.get_metadata([room_module.BOARD_KEY, "processes", "web-2"]) is None
 
@@ -143,20 +203,21 @@ def test_the_token_is_compared_whole_and_a_token_of_the_wrong_form_is_refused(mo
 
 
 def test_the_room_view_shows_one_card_to_the_class_and_reveals_its_answer_only_when_asked():
-    view = room_page.RoomView(room=Room(LocalBoard()))
-    view.show_counts(Counts({"bandit": 3}, {"bandit/baseline-effect": {"spread": 2, "mean": 1}, "forged/card": {"x": 9}}))
-    assert view.tally.counts == {"bandit/baseline-effect": {"spread": 2, "mean": 1}}
+    the_room = Room(LocalBoard())
+    view = room_page.RoomView(room=the_room)
+    view.show_counts(Counts({"bandit": 3}, {"bandit/baseline-effect": {"1": {"spread": 2, "mean": 1}}, "forged/card": {"1": {"x": 9}}}))
+    assert view.tally.counts == {"bandit/baseline-effect": {"1": {"spread": 2, "mean": 1}}}
     assert "3 learners are here now" in view.learners.object and "Bandit" in view.learners.object
     view._from_browser({"show": "forged/card"})
     view._from_browser({"reveal": True})  # nothing shown: nothing to reveal
-    assert view.tally.shown == "" and view.tally.answer == ""
+    assert view.tally.shown == "" and view.tally.answers == {} and the_room.cards == {}
     view._from_browser({"show": "bandit/baseline-effect"})
-    assert view.tally.shown == "bandit/baseline-effect" and view.tally.answer == ""  # the answer has not left the server
+    assert view.tally.shown == "bandit/baseline-effect" and view.tally.answers == {}  # the answer has not left the server
     assert all("answer" not in card for card in view.tally.cards)
-    view._from_browser({"reveal": True})
-    assert view.tally.answer == "spread"
+    view._from_browser({"reveal": True})  # the shown card's, to the room
+    assert view.tally.answers == {"bandit/baseline-effect": "spread"}
     view._from_browser({"show": ""})
-    assert view.tally.shown == "" and view.tally.answer == ""
+    assert view.tally.shown == "" and view.tally.answers == {"bandit/baseline-effect": "spread"}  # revealed for the lesson
     view.link.value = "/nowhere"
     view.send()
     assert "not a page of this app" in view.pace_line.object
@@ -170,7 +231,7 @@ def test_the_room_view_is_refused_without_the_token_and_a_link_replayed_after_a_
     token = link.group(1)
     assert server.get("/room") == (403, REFUSED)
     assert server.get("/room?token=" + token[:-1] + ("A" if token[-1] != "A" else "B")) == (403, REFUSED)
-    assert "What the class predicted" in server.open_session("room", f"?token={token}")
+    assert "What the class voted" in server.open_session("room", f"?token={token}")
     # A websocket opened with a session token of its own making, without the page's GET: the room's one sentence.
     forged = generate_jwt_token(generate_session_id(), signed=False, extra_payload={"headers": {}, "cookies": {}, "arguments": {}})
     assert "fl-refused" in asyncio.run(pull_document(server.url, "room", forged))

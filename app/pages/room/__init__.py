@@ -6,9 +6,11 @@ it is not a page of the navigation. It shows, live:
 - where learners join: the URL they type and its QR code, large for a projector, when the server was told it
   (`serve --class` works it out: app/serving/classroom.py);
 - how many learners are on each page now, across every web process of the server;
-- for every prediction card of the app, how many learners chose each answer (only learners whose
-  "Counted in the room" switch is on, on the card's page now), and "Show the class", which puts
-  one card large for a projector with its right answer hidden until "Reveal the answer";
+- for every prediction card of the app, how many learners voted for each answer, in a first and a second
+  round (only learners whose "Counted in the room" switch is on; a vote stays counted for the lesson
+  after the learner leaves the page), the cards asked so far first; "Hold the reveal", "Reveal the
+  answer" (to every learner's card) and "Vote again" for each card, and "Show the class", which puts
+  one card large for a projector with its right answer hidden until revealed;
 - "Send the class there": a link of the app (a page with its state, from the teacher's own tab)
   that every learner's page then shows in a banner, to follow with one click;
 - the class's live runs of this lesson (the live-run page's list of the runs folder, less the runs
@@ -45,9 +47,10 @@ from widgets.streaming import deliver, session_document
 TITLE = "The room"
 RUNS_SECONDS = 2.0
 """Seconds between two reads of the runs folder while the room view is open."""
-INTRO = ("Only you see this view. Learners are counted on a page while it is open in their browser, and a card's "
-         "tally counts the answers of the learners on its page now who have left “Counted in the room” on: no "
-         "names, only how many chose each answer.")
+INTRO = ("Only you see this view. Learners are counted on a page while it is open in their browser. Picking a choice "
+         "on a card is a vote, counted at once and for the whole lesson (after the class moves on too), for "
+         "learners who have left “Counted in the room” on: no names, only how many chose each answer. Hold a "
+         "card's reveal to let the class vote and discuss first, then reveal the answer to every learner's card.")
 
 LESSON_STARTED = ("<p>A new lesson began: the runs before it are set aside (kept in {folder}), so a learner's Start trains "
                   "afresh; the live-run page still lists them, and its replay box shows one.</p>")
@@ -101,21 +104,35 @@ class RoomView(pn.viewable.Viewer):
         self.refresh_runs()
         doc = session_document()
         self._unwatch = self.room.watch(lambda counts: deliver(doc, partial(self.show_counts, counts)))
+        self._unfollow = self.room.follow_cards(lambda cards: deliver(doc, partial(self.show_cards, cards)))
         self._reader = pn.state.add_periodic_callback(self.refresh_runs, period=int(RUNS_SECONDS * 1000)) if doc else None
 
     def show_counts(self, counts: Counts) -> None:
         """Draw the room's counts: learners per page, and the tally."""
         with pn.io.hold():
             self.learners.object = learners_html(counts, self.titles)
-            self.tally.counts = {key: choices for key, choices in counts.answers.items() if key in self.specs}
+            self.tally.counts = {key: rounds for key, rounds in counts.votes.items() if key in self.specs}
+
+    def show_cards(self, cards: dict[str, dict]) -> None:
+        """Draw the room's state of the cards: held, revealed (with the right answer), the round."""
+        states = {key: {"round": s["round"], "held": s["held"], "revealed": bool(s["reveal"])}
+                  for key, s in cards.items() if key in self.specs}
+        self.tally.param.update(states=states, answers={key: self.specs[key].answer for key, s in states.items() if s["revealed"]})
 
     def _from_browser(self, message: dict) -> None:
-        """"Show the class" a card of the app (or none), or reveal the shown card's answer; anything else is ignored."""
+        """"Show the class" a card of the app (or none); hold, reveal or vote again on one; anything else is ignored."""
         shown = message.get("show")
         if isinstance(shown, str) and (shown == "" or shown in self.specs):
-            self.tally.param.update(shown=shown, answer="")
-        elif message.get("reveal") is True and self.tally.shown in self.specs:
-            self.tally.answer = self.specs[self.tally.shown].answer
+            self.tally.shown = shown
+            return
+        reveal = self.tally.shown if message.get("reveal") is True else message.get("reveal")
+        hold, again = message.get("hold"), message.get("again")
+        if isinstance(reveal, str) and reveal in self.specs:
+            self.room.set_card(reveal, reveal=True)
+        elif isinstance(hold, str) and hold in self.specs and isinstance(message.get("on"), bool):
+            self.room.set_card(hold, held=message["on"])
+        elif isinstance(again, str) and again in self.specs:
+            self.room.set_card(again, round_=2)
 
     def send(self) -> None:
         """Send the class to the link in the box; a link that is not one of this app's pages is one sentence."""
@@ -146,6 +163,7 @@ class RoomView(pn.viewable.Viewer):
 
     def close(self) -> None:
         self._unwatch()
+        self._unfollow()
         if self._reader is not None:
             self._reader.stop()
 
@@ -158,7 +176,7 @@ class RoomView(pn.viewable.Viewer):
             self.link,
             pn.Row(self.send_button, self.stop_button),
             self.pace_line,
-            section_heading("What the class predicted"),
+            section_heading("What the class voted"),
             self.tally,
             section_heading("The class's live runs: reward and KL, coloured by β"),
             self.class_runs,
