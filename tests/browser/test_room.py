@@ -1,6 +1,7 @@
 """The room in Chromium: three learners (each their own browser) and the teacher's room view. The tally follows
-answers, a changed answer, the room switch and a closed tab; "Show the class" hides the answer until revealed; the
-link the teacher sends shows on a learner's page as a banner that takes them there."""
+votes, a changed vote and the room switch, and keeps the votes of a closed tab; "Show the class" hides the answer
+until revealed; the link the teacher sends shows on a learner's page as a banner that takes them there.
+(tests/browser/test_vote.py tests the vote before the answer: the held reveal and the second vote.)"""
 
 import re
 
@@ -18,7 +19,7 @@ def answer(page, label: str) -> None:
 
 
 def count(room, label: str, n: int) -> None:
-    """The teacher's tally shows `n` learners for the choice `label` of the bandit's first card (within its update)."""
+    """The teacher's tally shows `n` votes for the choice `label` of the bandit's first card (within its update)."""
     expect(room.locator(TALLY).get_by_label(f"{label}: {n}", exact=True)).to_be_attached(timeout=10_000)
 
 
@@ -50,13 +51,13 @@ def test_three_learners_and_the_teachers_room(browser, server_url, teacher_token
         count(room, "both", 1)
         c.get_by_role("switch", name="Counted in the room").click()  # C leaves the room's counts
         count(room, "both", 0)
-        contexts[0].close()  # A's tab closes
-        count(room, "the spread only", 1)
+        contexts[0].close()  # A's tab closes: A leaves the page, A's vote stays for the lesson
         expect(room.locator(".fl-learners")).to_contain_text("2 learners are here now", timeout=10_000)
+        count(room, "the spread only", 2)
 
         room.locator(TALLY).get_by_role("button", name="Show the class").click()
         projector = room.locator(".fl-projector")
-        expect(projector).to_contain_text("1 learner has answered.")
+        expect(projector).to_contain_text("2 learners have voted.")
         expect(projector.locator(".fl-right")).to_have_count(0)  # the answer stays hidden until revealed
         projector.get_by_role("button", name="Reveal the answer").click()
         expect(projector.locator(".fl-right")).to_contain_text("✓ the spread only")
