@@ -32,9 +32,9 @@ from app.serving.room import BOARD_KEY, Counts, LocalBoard, Room
 def board_entry(rng: np.random.Generator) -> dict:
     """A web process's entry as it publishes it: thirty learners over the pages and the cards."""
     pages = {p.route: int(rng.integers(0, 6)) for p in available_pages()}
-    answers = {spec.key: {value: int(rng.integers(0, 10)) for value, _ in spec.choices}
-               for p in available_pages() for spec in getattr(p.module, "CARDS", ())}
-    return {"beat": time.time_ns(), "pages": pages, "answers": answers}
+    votes = {spec.key: {round_: {value: int(rng.integers(0, 10)) for value, _ in spec.choices} for round_ in ("1", "2")}
+             for p in available_pages() for spec in getattr(p.module, "CARDS", ())}
+    return {"beat": time.time_ns(), "pages": pages, "votes": votes}
 
 
 def timed(operation, repeats: int) -> dict[str, float]:
@@ -110,7 +110,7 @@ def update_cost(repeats: int) -> float:
         times = []
         for _ in range(repeats):
             entry = board_entry(rng)
-            counts = Counts(entry["pages"], entry["answers"])
+            counts = Counts(entry["pages"], entry["votes"])
             start = time.thread_time()
             view.show_counts(counts)
             Serializer().encode(view.tally.counts)

@@ -18,10 +18,10 @@ resident memory.
 With `--room` the server's room is in use too: the teacher's room view (app/pages/room/) is open
 for the whole test, and each learner's browser has the guided prompts on and counts in the room,
 and answers every prediction card it meets (a random choice) before it moves the sliders behind
-them. The report then adds whether the room view's tally equals the answers of the learners
-whose pages are open at the end, and again once every tab has closed, and how long the tally
-trailed each answer: from the answer sent to the first update of the room view that shows, for
-that card and choice, the count the learners' open pages hold at that moment (p50, p95, max); and,
+them. The report then adds whether the room view's tally equals the votes given (a lesson keeps
+the votes of closed tabs), with the last pages open and again once every tab has closed, and how
+long the tally trailed each answer: from the answer sent to the first update of the room view that
+shows, for that card and choice, the count the class's votes made at that moment (p50, p95, max); and,
 less strict, to the first update whose count is one the class held at some moment after the answer
 (the answer is in it, other learners' answers sent meanwhile may not be yet).
 
@@ -115,7 +115,7 @@ class Classroom:
     """With --room: what the learners answered, in order, and what the teacher's room view showed, in order."""
 
     changes: list[tuple[float, str, str, int]] = field(default_factory=list)
-    """(time, card's CSS class, choice, +1 or -1) per answer given or taken away by a closed tab."""
+    """(time, card's CSS class, choice, change of its count) per vote given (+1; a lesson keeps a closed tab's votes)."""
     answers: list[tuple[float, str, str]] = field(default_factory=list)
     """(time sent, card's CSS class, choice) per answer."""
     shown: list[tuple[float, dict]] = field(default_factory=list)
@@ -125,7 +125,7 @@ class Classroom:
         self.changes.append((time.perf_counter(), card, choice, step))
 
     def expected(self, at: float = math.inf) -> dict[str, dict[str, int]]:
-        """The counts the learners' open pages held at time `at`."""
+        """The counts the class's votes made at time `at`."""
         counts: dict[str, dict[str, int]] = {}
         for t, card, choice, step in self.changes:
             if t <= at:
@@ -595,15 +595,7 @@ async def visit(base: str, route: str, titles: set[str], moves: int, think: floa
         if held is not None and time.monotonic() >= deadline and not session.closed:
             held.append((session, given))
         else:
-            await close_counted(session, given, room)
-
-
-async def close_counted(session: PageSession, given: dict[str, str], room: Classroom | None) -> None:
-    """Close a page; its answers leave the room's expected tally."""
-    if room is not None:
-        for card, choice in given.items():
-            room.change(card, choice, -1)
-    await session.close()
+            await session.close()  # its votes stay in the room's tally: a lesson keeps them
 
 
 async def learner(k: int, base: str, answered: dict[str, set[str]], deadline: float, moves: int, think: float,
@@ -663,19 +655,22 @@ async def room_view(base: str, room: Classroom) -> PageSession:
 
 
 def keyed(counts: dict) -> dict:
-    """The room view's counts by card key as counts by the card's CSS class (what a learner's page names it by)."""
+    """The room view's first-round votes (card key -> round -> choice -> count) by the card's CSS class (what a
+    learner's page names it by): card class -> choice -> count."""
     from widgets.predict import card_class
 
-    return {card_class(key): {c: n for c, n in choices.items() if n} for key, choices in counts.items() if any(choices.values())}
+    first = {key: rounds.get("1", {}) for key, rounds in counts.items()}
+    return {card_class(key): {c: n for c, n in choices.items() if n} for key, choices in first.items() if any(choices.values())}
 
 
 async def tally_at_end(room: Classroom, held: list, teacher: PageSession) -> dict:
-    """Whether the room view's tally equals the answers of the pages still open, and again once they have closed."""
+    """Whether the room view's tally equals the answers given, with their pages open and again once they have closed
+    (a closed page's votes stay counted for the lesson)."""
     report = {}
     for moment in ("open", "closed"):
         if moment == "closed":
             for session, given in held:
-                await close_counted(session, given, room)
+                await session.close()  # its votes stay in the room's tally: a lesson keeps them
         await asyncio.sleep(3.0)  # several looks of the room's board, and the update on its way
         shown = room.shown[-1][1] if room.shown else {}
         report[moment] = {"right": shown == room.expected(), "answers": sum(n for c in room.expected().values() for n in c.values()),
