@@ -29,14 +29,13 @@ from engines.lm.models import load_causal_lm
 from engines.lm.reinforce import LMRun
 from engines.lm.settings import SMOLLM2, LMSettings
 
-LEVERS = {
-    "recipe: top 2 blocks, 4 x 2 x 12": {},
-    "every weight, 4 x 2 x 12": {"trained_blocks": 0},
-    "top 4 blocks, 4 x 2 x 12": {"trained_blocks": 4},
-    "top 2 blocks, 4 x 4 x 12": {"replies": 4},
-    "top 2 blocks, 4 x 2 x 24": {"T": 24},
-}
-"""The settings timed beside the recipe, as changes to it."""
+LEVERS = ({}, {"trained_blocks": 0}, {"trained_blocks": 4}, {"replies": 4}, {"T": 12}, {"T": 24})
+"""The settings timed: the recipe ({}), then the others as changes to it."""
+
+
+def lever_name(settings: LMSettings, change: dict) -> str:
+    trained = f"top {settings.trained_blocks} blocks" if settings.trained_blocks else "every weight"
+    return f"{'' if change else 'recipe: '}{trained}, {settings.prompts} x {settings.replies} x {settings.T}"
 
 
 def mb(n_bytes: float) -> str:
@@ -46,8 +45,9 @@ def mb(n_bytes: float) -> str:
 def time_levers(model, tokenizer, steps: int, threads: int) -> None:
     torch.set_num_threads(threads)
     recipe = LMSettings.of_model(SMOLLM2.name, device="cpu", eval_prompts=1, eval_replies=1)
-    runs = {name: LMRun(dataclasses.replace(recipe, **change), policy=trainable_copy(model, change.get("trained_blocks", recipe.trained_blocks)),
-                        tokenizer=tokenizer) for name, change in LEVERS.items()}
+    settings = [(dataclasses.replace(recipe, **change), change) for change in LEVERS]
+    runs = {lever_name(s, change): LMRun(s, policy=trainable_copy(model, s.trained_blocks), tokenizer=tokenizer)
+            for s, change in settings}
     times = {name: [] for name in runs}
     generators = {name: (np.random.default_rng(0), torch.Generator().manual_seed(0)) for name in runs}
     for step in range(steps + 1):

@@ -105,12 +105,13 @@ RECIPES = {
     EMBEDDED: Recipe(lr=7e-5),
     SMOLLM2.name: Recipe(
         trained_blocks=2,  # the top 2 of 30 blocks and the final norm, 7.1M weights: the backward pass stops there and
-                           # the reference reuses the trunk's states; all 134.5M weights took 4.5x as long a step
-        prompts=4, replies=2,  # 8 replies a step: sampling is most of a step, 16 replies took 1.6x as long
-        T=12,  # long enough for a phrase on a loop to read as one, short enough to sample fast
-        lr=5e-4,  # 7.1M weights move slowly at the seed's 2e-5: at 5e-4 beta = 0 loops a phrase within 100 steps
-        beta=0.3,  # a 12-token loop ("great great ...") scores about +6 at a KL of 27 to 50 nats: it beats English at any
-                   # beta below 6 / 27 = 0.22 (at 0.05 and 0.1 the replies looped by step 100); at 0.3 they stay English
+                           # the reference reuses the trunk's states; all 134.5M weights took 2.1x as long a step
+        prompts=4, replies=2,  # 8 replies a step: sampling is most of a step, 16 replies took 1.35x as long
+        T=10,  # long enough for a phrase on a loop to read as one; sampling is most of a step, 12 tokens took 1.15x as long
+        lr=5e-4,  # 7.1M weights move slowly at the seed's 2e-5: at 5e-4 beta = 0 loops a word within 50 steps
+        beta=0.3,  # a 10-token loop ("great great ...") scores about +5.5 at a KL of about 27 nats, English about +1 at 5:
+                   # the loop pays at any beta below 4.5 / 22 = 0.2 (at 0.05 the replies looped by step 100); at 0.3 they
+                   # stay English
         eval_prompts=16, eval_replies=2,  # an evaluation in a few seconds, not the seed's 64 x 4 (half a minute)
     ),
 }
