@@ -116,7 +116,7 @@ def variance_figure(curve: ColumnDataSource, points: ColumnDataSource, marks: Co
     fig.add_layout(b_star_rule)
     items = [
         LegendItem(label="exact", renderers=[line]),
-        LegendItem(label="Monte Carlo ± 2 SE (the b of Chapter 6's sweep)", renderers=[dots]),
+        LegendItem(label="Monte Carlo ± 2 SE (Chapter 6's b)", renderers=[dots]),
         LegendItem(label="b* (green) and the current b (blue)", renderers=[marks_glyph]),
     ]
     fig.add_layout(Legend(items=items, orientation="vertical"), "below")
