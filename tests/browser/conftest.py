@@ -189,3 +189,25 @@ def save_screenshot():
 @pytest.fixture(scope="session")
 def screenshot_path():
     return _screenshot_path
+
+
+@pytest.fixture
+def learner_tabs(browser, server_url):
+    contexts = []
+
+    def open_tabs(n: int, route: str, card: str) -> list:
+        from playwright.sync_api import expect
+
+        tabs = []
+        for _ in range(n):
+            contexts.append(browser.new_context())
+            tab = contexts[-1].new_page()
+            tab.goto(f"{server_url}/{route}")
+            _wait_for_guide(tab)
+            expect(tab.locator(card)).to_contain_text("counts, anonymously, in the room's tally")
+            tabs.append(tab)
+        return tabs
+
+    yield open_tabs
+    for context in contexts:  # a test may have closed one already (a learner who leaves): closing again does nothing
+        context.close()

@@ -23,59 +23,47 @@ def count(room, label: str, n: int) -> None:
     expect(room.locator(TALLY).get_by_label(f"{label}: {n}", exact=True)).to_be_attached(timeout=10_000)
 
 
-def test_three_learners_and_the_teachers_room(browser, server_url, teacher_token, wait_for_guide, console_errors, page, save_screenshot):
+def test_three_learners_and_the_teachers_room(learner_tabs, server_url, teacher_token, wait_for_guide, console_errors, page, save_screenshot):
     room = page
     room.goto(f"{server_url}/room?token={teacher_token}")
     expect(room.locator(TALLY)).to_contain_text("baseline")
-    contexts = [browser.new_context() for _ in range(3)]
-    try:
-        learners = []
-        for context in contexts:
-            tab = context.new_page()
-            tab.goto(f"{server_url}/bandit")
-            wait_for_guide(tab)
-            expect(tab.locator(CARD)).to_contain_text("counts, anonymously, in the room's tally")
-            learners.append(tab)
-        a, b, c = learners
-        expect(room.locator(".fl-learners")).to_contain_text("3 learners are here now", timeout=10_000)
-        answer(a, "the spread only")
-        answer(b, "the spread only")
-        answer(c, "the average only")
-        count(room, "the spread only", 2)
-        count(room, "the average only", 1)
-        save_screenshot(room, "room")  # the picture of docs/room.md: three learners, the first card's tally
+    a, b, c = learner_tabs(3, "bandit", CARD)
+    expect(room.locator(".fl-learners")).to_contain_text("3 learners are here now", timeout=10_000)
+    answer(a, "the spread only")
+    answer(b, "the spread only")
+    answer(c, "the average only")
+    count(room, "the spread only", 2)
+    count(room, "the average only", 1)
+    save_screenshot(room, "room")  # the picture of docs/room.md: three learners, the first card's tally
 
-        c.locator(CARD).get_by_role("button", name="Ask me again").click()  # C changes their mind
-        answer(c, "both")
-        count(room, "the average only", 0)
-        count(room, "both", 1)
-        c.get_by_role("switch", name="Counted in the room").click()  # C leaves the room's counts
-        count(room, "both", 0)
-        contexts[0].close()  # A's tab closes: A leaves the page, A's vote stays for the lesson
-        expect(room.locator(".fl-learners")).to_contain_text("2 learners are here now", timeout=10_000)
-        count(room, "the spread only", 2)
+    c.locator(CARD).get_by_role("button", name="Ask me again").click()  # C changes their mind
+    answer(c, "both")
+    count(room, "the average only", 0)
+    count(room, "both", 1)
+    c.get_by_role("switch", name="Counted in the room").click()  # C leaves the room's counts
+    count(room, "both", 0)
+    a.context.close()  # A's tab closes: A leaves the page, A's vote stays for the lesson
+    expect(room.locator(".fl-learners")).to_contain_text("2 learners are here now", timeout=10_000)
+    count(room, "the spread only", 2)
 
-        room.locator(TALLY).get_by_role("button", name="Show the class").click()
-        projector = room.locator(".fl-projector")
-        expect(projector).to_contain_text("2 learners have voted.")
-        expect(projector.locator(".fl-right")).to_have_count(0)  # the answer stays hidden until revealed
-        projector.get_by_role("button", name="Reveal the answer").click()
-        expect(projector.locator(".fl-right")).to_contain_text("✓ the spread only")
-        projector.get_by_role("button", name="Back to every card").click()
-        expect(room.locator(".fl-projector")).to_have_count(0)
+    room.locator(TALLY).get_by_role("button", name="Show the class").click()
+    projector = room.locator(".fl-projector")
+    expect(projector).to_contain_text("2 learners have voted.")
+    expect(projector.locator(".fl-right")).to_have_count(0)  # the answer stays hidden until revealed
+    projector.get_by_role("button", name="Reveal the answer").click()
+    expect(projector.locator(".fl-right")).to_contain_text("✓ the spread only")
+    projector.get_by_role("button", name="Back to every card").click()
+    expect(room.locator(".fl-projector")).to_have_count(0)
 
-        room.get_by_label("Link to send the class").fill(f"{server_url}/kl?beta=0.5")
-        room.get_by_role("button", name="Send the class there").click()
-        expect(room.locator(".fl-pace-status")).to_contain_text("What β means")
-        banner = b.locator(".fl-pace")
-        expect(banner).to_contain_text("Your teacher asks the class to open What β means", timeout=10_000)
-        banner.get_by_role("link", name="Go there").click()
-        expect(b).to_have_url(re.compile(r"/kl\?beta=0\.5$"))
-        wait_for_guide(b)
-        expect(b.locator(".fl-pace")).to_be_hidden()  # on the page it names, no banner
-        room.get_by_role("button", name="Take the banner away").click()
-        expect(c.locator(".fl-pace")).to_be_hidden(timeout=10_000)
-    finally:
-        for context in contexts[1:]:
-            context.close()
+    room.get_by_label("Link to send the class").fill(f"{server_url}/kl?beta=0.5")
+    room.get_by_role("button", name="Send the class there").click()
+    expect(room.locator(".fl-pace-status")).to_contain_text("What β means")
+    banner = b.locator(".fl-pace")
+    expect(banner).to_contain_text("Your teacher asks the class to open What β means", timeout=10_000)
+    banner.get_by_role("link", name="Go there").click()
+    expect(b).to_have_url(re.compile(r"/kl\?beta=0\.5$"))
+    wait_for_guide(b)
+    expect(b.locator(".fl-pace")).to_be_hidden()  # on the page it names, no banner
+    room.get_by_role("button", name="Take the banner away").click()
+    expect(c.locator(".fl-pace")).to_be_hidden(timeout=10_000)
     assert console_errors == []
