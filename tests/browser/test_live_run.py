@@ -163,6 +163,26 @@ def test_two_tabs_pressing_start_on_the_same_settings_watch_the_same_steps(open_
 
 
 
+def test_after_a_new_lesson_start_trains_afresh_instead_of_showing_a_rehearsals_finished_run(open_page, server_url, teacher_token,
+                                                                                                  runs_dir, console_errors):
+    query = "?steps=3&prompts=2&replies=2&T=6&eval_every=3&eval_prompts=2&eval_replies=2&seed=4242"
+    rehearsal = open_page("live-run", query)
+    button(rehearsal, "Start").click()
+    expect(rehearsal.locator(".fl-status", has_text="Finished: all 3 steps")).to_be_visible(timeout=240_000)
+    room = rehearsal.context.new_page()
+    room.goto(f"{server_url}/room?token={teacher_token}")
+    room.get_by_role("button", name="Start a new lesson").click()
+    expect(room.get_by_text("A new lesson began")).to_be_visible(timeout=20_000)
+    room.close()
+    lesson = open_page("live-run", query)
+    button(lesson, "Start").click()
+    expect(lesson.locator(".fl-status", has_text="Finished: all 3 steps")).to_be_visible(timeout=240_000)
+    expect(lesson.locator(".fl-shared")).not_to_contain_text("already ran to its end")
+    trained = [f for f in runs_dir.iterdir() if (f / "config.json").is_file() and read_run(f).config["settings"]["seed"] == 4242]
+    assert len(trained) == 2 and all(read_run(f).finished for f in trained)  # the lesson's own run, beside the rehearsal's
+    assert console_errors == []
+
+
 def test_after_start_the_step_the_curve_and_the_newest_replies_are_in_a_laptops_window_and_the_settings_fold(page, open_page, console_errors):
     page.set_viewport_size({"width": 1366, "height": 768})
     open_page("live-run", TINY)
