@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 
 import panel as pn
 import param
@@ -65,6 +66,44 @@ def parse_query(obj: param.Parameterized, query: dict[str, str], names: list[str
 def _query_text(value) -> str:
     """A value as Panel's Location writes it into the query: strings as they are, the rest as JSON."""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def step_text(parameter: param.Parameter, text: str) -> str:
+    """A query value `text` of a number control without a slider's float noise.
+
+    A slider moved to 0.7 in steps of 0.05 reports 0.7000000000000001; written with as many decimals
+    as the control's `step` has ("0.7"), the link reads cleanly and opens the page on the same value. A
+    value that is not on a step's decimals (a default of 0.123 with step 0.05) keeps all its digits, so a
+    link always reproduces the value it was written from.
+    """
+    step = getattr(parameter, "step", None)
+    if not isinstance(parameter, param.Number) or isinstance(parameter, param.Integer) or not step:
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(value):
+        return text
+    decimals = max(0, -Decimal(repr(float(step))).normalize().as_tuple().exponent)
+    short = f"{value:.{max(decimals, 1)}f}".rstrip("0")
+    short = "0.0" if short in ("0.", "-0.") else short + "0" * short.endswith(".")
+    return short if math.isclose(float(short), value, rel_tol=1e-9, abs_tol=1e-12) else text
+
+
+def _round_to_steps(location, obj: param.Parameterized, names: list[str]) -> None:
+    """Make `location` write `obj`'s number controls to the query with their step's decimals (`step_text`)."""
+    steps = getattr(location, "_step_parameters", None)
+    if steps is None:
+        steps = {}
+        write = location.update_query
+
+        def update_query(**query) -> None:
+            write(**{k: step_text(steps[k], v) if k in steps and isinstance(v, str) else v for k, v in query.items()})
+
+        location._step_parameters = steps
+        location.update_query = update_query
+    steps.update({name: obj.param[name] for name in names})
 
 
 def _session_query() -> dict[str, str]:
@@ -122,5 +161,6 @@ def sync_url(obj: param.Parameterized, names: list[str] | None = None, query: di
             notice_alert(list(dict.fromkeys(notices + more)), alert)
             location.update_query(**{k: _query_text(getattr(obj, k)) for k in rejected})
 
+        _round_to_steps(location, obj, names)
         location.sync(obj, {n: n for n in names}, on_error=on_error)
     return alert

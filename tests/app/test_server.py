@@ -1,6 +1,7 @@
 """The app's frame without a browser: routes from the pages present, URL parsing, widgets."""
 
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import threading
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
+from urllib.parse import parse_qsl
 
 import panel as pn
 import param
@@ -19,7 +21,7 @@ from app.pages import PAGE_ORDER, available_pages
 from app.serving.server import index_view, nav_html, query_link, route_link, routes
 from widgets.downloads import source_csv
 from widgets.streaming import StreamingRun
-from widgets.url_state import parse_query
+from widgets.url_state import parse_query, step_text
 
 
 def test_routes_are_the_page_modules_present():
@@ -226,3 +228,42 @@ def test_a_pages_link_holds_every_control_and_no_state():
     assert controls_of(Page()) == ["b", "a"]
     names = controls_of(LiveRunPage)  # a page class, as its instance
     assert names[:2] == ["model", "reward"] and "phase" not in names and "name" not in names
+
+
+class Stepped(param.Parameterized):
+    p = param.Number(default=0.5, bounds=(0.05, 0.95), step=0.05)
+    b = param.Number(default=1.0, bounds=(0.0, 15.0), step=0.1)
+    free = param.Number(default=0.5)
+    n = param.Integer(default=10, bounds=(10, 500), step=10)
+
+
+@pytest.mark.parametrize(
+    "name,text,written",
+    [
+        ("p", "0.7000000000000001", "0.7"),
+        ("p", "0.9400000000000002", "0.94"),
+        ("b", "0.30000000000000004", "0.3"),
+        ("p", "0.123", "0.123"),  # off the step's decimals: every digit kept
+        ("free", "0.30000000000000004", "0.30000000000000004"),  # no step: as it is
+        ("n", "30", "30"),
+        ("b", "1.0", "1.0"),
+    ],
+)
+def test_a_link_writes_a_number_with_its_step_s_decimals(name, text, written):
+    assert step_text(Stepped.param[name], text) == written
+    values, notices = parse_query(Stepped(), {name: written}, [name])
+    assert not notices and math.isclose(values[name], float(text), rel_tol=1e-9)
+
+
+def test_moving_a_slider_writes_a_clean_query_value():
+    from panel.io.location import Location
+
+    from widgets.url_state import _round_to_steps
+
+    controls, location = Stepped(), Location()
+    _round_to_steps(location, controls, ["p", "b", "n"])
+    location.sync(controls, {"p": "p", "b": "b", "n": "n"})
+    controls.p = 0.65 + 0.05  # 0.7000000000000001
+    controls.b = 0.1 + 0.2
+    query = dict(parse_qsl(location.search.lstrip("?")))
+    assert (query["p"], query["b"], query["n"]) == ("0.7", "0.3", "10")
