@@ -22,7 +22,7 @@ import param
 
 from engines.snapshots import Failed, Waiting
 from widgets.debounce import Debounce
-from widgets.run_controls import RunControls
+from widgets.run_controls import RunControls, show_enabled
 from widgets.streaming import StreamingRun
 
 RESTART_DELAY_MS = 300
@@ -57,7 +57,7 @@ class JobView(pn.viewable.Viewer):
         self.pause_buttons: tuple[pn.widgets.Button, ...] = ()
         if on_pause is not None and on_resume is not None:
             pause = pn.widgets.Button(label="Pause", width=90, disabled=True)
-            resume = pn.widgets.Button(label="Resume", color="primary", width=90, disabled=True)
+            resume = pn.widgets.Button(label="Resume", color="default", width=90, disabled=True)
             pause.on_click(lambda _event: on_pause())
             resume.on_click(lambda _event: on_resume())
             self.pause_buttons = (pause, resume)
@@ -71,7 +71,8 @@ class JobView(pn.viewable.Viewer):
     def _show_pausable(self) -> None:
         if self.pause_buttons:
             pause, resume = self.pause_buttons
-            pause.disabled, resume.disabled = not self.pausable, not self.paused
+            pause.disabled = not self.pausable
+            show_enabled(resume, self.paused, "primary")
 
     def view(self, *beside: pn.viewable.Viewable) -> pn.Column:
         """The job's controls, after `beside` (its other inputs) on one row, and its alert under them."""

@@ -37,6 +37,23 @@ def test_pause_and_resume_are_offered_only_when_the_job_allows_them_and_call_the
     assert said == ["pause", "resume"] and pause.disabled and resume.disabled
 
 
+def test_a_disabled_button_does_not_look_like_the_main_action_and_the_bar_is_named():
+    job = JobView(apply=lambda snapshot: None, on_start=lambda: None, on_pause=lambda: None, on_resume=lambda: None)
+    controls, (_pause, resume) = job.controls, job.pause_buttons
+    assert resume.disabled and resume.color == "default"  # before any run: plain, not solid blue
+    assert controls.stop_button.disabled and controls.stop_button.color == "default"
+    assert controls.start_button.color == "success"
+    job.paused = True
+    assert not resume.disabled and resume.color == "primary"
+    controls.running = True
+    assert controls.start_button.disabled and controls.start_button.color == "default"
+    assert controls.stop_button.color == "danger"
+    controls.progress = 0.4
+    bar = controls.bar.object
+    assert 'aria-label="Run progress"' in bar and 'value="400"' in bar and 'title="Run progress: 40 %"' in bar
+    assert "40 %</span>" in bar
+
+
 def test_stop_calls_the_pages_own_stop_when_it_has_one():
     stopped = []
     job = JobView(apply=lambda snapshot: None, on_start=lambda: None, on_stop=lambda: stopped.append(True))
