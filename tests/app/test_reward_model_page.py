@@ -21,7 +21,7 @@ from app.jobs.model_cache import ModelCache
 from app.jobs.model_jobs import TrainingView, generate_pairs, pairs_key
 from app.jobs.runs import learned_rewards
 from app.pages.reward_model.figures import GAP_AXIS, PROBE_COLUMNS, TrainingDisplay, pairs_page, probability_curve
-from app.pages.reward_model.preference_html import pairs_summary
+from app.pages.reward_model.preference_html import gold, pair_html, pairs_page_html, pairs_summary
 from app.pages.reward_model.text import READINGS, file_source
 from engines.bradley_terry import bt_prob, oracle_accuracy
 from engines.lm.preferences import (
@@ -119,6 +119,25 @@ def test_pairs_table_and_equation_12_follow_the_data(make_page):
     np.testing.assert_array_equal(pg.data.label, relabel(base, 2.0, 0).label)
     np.testing.assert_allclose(pg.pairs_display.prob.data["p"], bt_prob(GAP_AXIS, 0.0, 2.0))
     assert pg.param.pair.bounds == (0, 199)
+
+
+def test_pairs_show_whole_texts_after_their_prompts_with_whole_scores(make_page):
+    """Each continuation is shown whole after its prompt, joined as the model wrote it, an ellipsis where the token
+    limit cut it; the page's table holds whole texts (no fixed-width cells) and whole-number gold scores."""
+    assert (gold(0.0), gold(2.0), gold(-1.0)) == ("0", "+2", "−1")
+    pg = make_page({"pair": "5"})
+    wait(lambda: pg.data is not None)
+    d = pg.data
+    shown = pg.pairs_display.page.object
+    assert shown == pairs_page_html(pg.pairs_display.table.data) and shown.count("<tr>") == rm.PAGE_ROWS + 1
+    for i in range(5, 5 + rm.PAGE_ROWS):
+        for text in (d.text_a[i], d.text_b[i]):
+            assert f'<span class="fl-prompt">{d.prompt[i]}</span>{text}' in shown
+    page = {"index": [0], "prompt": ["The cat was so"], "text_a": ["laire happy. It purred"], "g_a": [2.0],
+            "text_b": [" sad. The end."], "g_b": [0.0], "preferred": ["a"], "p_a": [0.8808]}
+    html = pairs_page_html(page)
+    assert "The cat was so</span>laire happy. It purred…" in html and "The end.</td>" in html
+    assert ">+2<" in html and ">0<" in html and ">0.881<" in html and "g = +0" not in pair_html(d, 5, 0.5)
 
 
 def test_training_streams_and_reads_as_the_engine(make_page):

@@ -2,6 +2,7 @@
 
 from playwright.sync_api import expect
 
+from app.pages.reward_model.preference_html import gold
 from engines.bradley_terry import oracle_accuracy
 from engines.lm.preferences import PairSettings, make_pairs, split_pairs
 
@@ -29,6 +30,13 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
     # default 30 s once (2026-12-05), so the wait for it is longer.
     expect(page.locator(".fl-pairs-summary").first).to_be_visible(timeout=PAIRS_SECONDS * 1000)
     assert "60 pairs sampled from the embedded model" in shown_text(page.locator(".fl-pairs-summary").first)
+    # The page of pairs: each continuation whole after its prompt, wrapped, nothing cut, its headers whole.
+    table = page.locator(".fl-pairs").first
+    expect(table).to_be_visible()
+    cell = table.locator("tbody tr").first.locator("td").nth(1)
+    assert shown_text(cell).startswith(pairs.prompt[0].strip()) and pairs.text_a[0].split()[-1] in shown_text(cell)
+    clipped = table.evaluate("t => [...t.querySelectorAll('th, td')].filter(c => c.scrollWidth > c.clientWidth + 1).length")
+    assert clipped == 0 and table.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth + 1")
     open_tab(page, "Training the reward model")  # the model trains whichever part is open; its readings are here
     summary = page.locator(".fl-train-summary").first
     expect(summary).to_contain_text("held-out pairs", timeout=120_000)
@@ -44,7 +52,7 @@ def test_train_on_a_small_set_and_see_the_accuracy_curve(open_page, console_erro
         handle.press("ArrowRight")
     pair = page.locator(".fl-pair").first
     expect(pair).to_contain_text("Pair 3.")
-    assert f"a (g = {pairs.g_a[3]:+.0f}):" in shown_text(pair) and f"b (g = {pairs.g_b[3]:+.0f}):" in shown_text(pair)
+    assert f"a (g = {gold(pairs.g_a[3])}):" in shown_text(pair) and f"b (g = {gold(pairs.g_b[3])}):" in shown_text(pair)
     page.wait_for_function("() => new URLSearchParams(location.search).get('pair') === '3'")
     assert console_errors == []
 

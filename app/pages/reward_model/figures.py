@@ -16,10 +16,10 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Range1d, Span, StringEditor, StringFormatter, TableColumn
 
-from app.pages.reward_model.preference_html import pair_html, pairs_summary, training_summary
+from app.pages.reward_model.preference_html import PAIRS_CSS, pair_html, pairs_page_html, pairs_summary, training_summary
 from app.pages.reward_model.text import PROBE_TITLE, READINGS, TRAINING_TEXT, WAITING_TEXT, readings
 from engines.bradley_terry import bt_prob, oracle_accuracy
-from widgets.downloads import plot_with_downloads
+from widgets.downloads import csv_download, plot_with_downloads
 from widgets.headings import section_heading
 from widgets.metrics import MetricRow
 from widgets.style import OKABE_ITO, plot
@@ -134,14 +134,6 @@ def table(source: ColumnDataSource, columns: list[tuple], height: int) -> DataTa
     return DataTable(source=source, columns=made, height=height, sizing_mode="stretch_width", index_position=None)
 
 
-def pairs_table(pairs: ColumnDataSource) -> DataTable:
-    """A page of pairs: prompt, both continuations with their gold scores, the label and P(a ≻ b)."""
-    return table(pairs, [
-        ("index", "#", 40), ("prompt", "prompt x", 220), ("text_a", "continuation a", 300), ("g_a", "g(a)", 50),
-        ("text_b", "continuation b", 300), ("g_b", "g(b)", 50), ("preferred", "preferred", 70), ("p_a", "P(a ≻ b)", 70),
-    ], height=250)
-
-
 def probe_table(probe: ColumnDataSource) -> DataTable:
     """The probe: each hand-written reply with its gold score, its normalised r_phi and its unknown tokens."""
     return table(probe, [
@@ -160,7 +152,8 @@ class PairsDisplay:
         self.freq = ColumnDataSource(empty(("gap", "frequency", "pairs")), name="label_frequency")
         self.prob = ColumnDataSource(probability_curve(tau_label), name="probability")
         self.summary = pn.pane.HTML(sizing_mode="stretch_width", styles={"font-size": "1.05em"})
-        self.pair = pn.pane.HTML(sizing_mode="stretch_width")
+        self.pair = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[PAIRS_CSS])
+        self.page = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[PAIRS_CSS])
 
     def show(self, pairs, source: str, start: int) -> None:
         """Show `pairs` (engines.lm.preferences.PreferencePairs, from `source`), the table from pair `start`."""
@@ -176,6 +169,7 @@ class PairsDisplay:
         """The table's page from pair `start` (at most the last), and that pair in full."""
         start = min(start, len(pairs) - 1)
         self.table.data = pairs_page(pairs, start, self.rows)
+        self.page.object = pairs_page_html(self.table.data)
         self.pair.object = pair_html(pairs, start, float(bt_prob(pairs.g_a[start], pairs.g_b[start], pairs.tau_label)))
 
     def figure_view(self) -> pn.Column:
@@ -183,7 +177,8 @@ class PairsDisplay:
                                    "Equation 12 in the pairs")
 
     def table_view(self) -> pn.Column:
-        return plot_with_downloads(pairs_table(self.table), {"pairs": self.table})
+        """The page of pairs as whole, wrapped texts after their prompts, and its CSV."""
+        return pn.Column(self.page, pn.Row(csv_download(self.table, "pairs.csv", "CSV: pairs")), sizing_mode="stretch_width")
 
 
 class TrainingDisplay:

@@ -34,13 +34,58 @@ def training_summary(trained) -> str:
     )
 
 
+SENTENCE_END = (".", "!", "?", "…")
+"""How a continuation that ends its text (not cut by the token limit) may end."""
+
+PAIRS_CSS = """
+.fl-pairs { border-collapse: collapse; width: 100%; font-size: 0.95em; }
+.fl-pairs th, .fl-pairs td { border-bottom: 1px solid #dee2e6; padding: 0.35em 0.5em; text-align: left; vertical-align: top;
+  white-space: normal; overflow-wrap: anywhere; }
+.fl-pairs th { white-space: nowrap; }
+.fl-pairs .fl-num { text-align: right; white-space: nowrap; }
+.fl-prompt { color: #6c757d; }
+"""
+"""Styles of the page of pairs (`pairs_page_html`): whole texts, wrapped, under whole headers."""
+
+
+def gold(g: float) -> str:
+    """A gold score as the page writes it: g is a whole number, so "+2", "0" or "−1"."""
+    g = int(round(float(g)))
+    return f"+{g}" if g > 0 else ("0" if g == 0 else f"−{-g}")
+
+
+def reply_html(prompt: str, text: str) -> str:
+    """A continuation as the language model wrote it: after its prompt (in grey), joined as the model joined them, so a
+    first token that carries no space reads as the model wrote it; an ellipsis where the token limit cut it."""
+    text = str(text)
+    cut = "" if text.rstrip().endswith(SENTENCE_END) else "…"
+    return f'<span class="fl-prompt">{html.escape(str(prompt))}</span>{html.escape(text)}{cut}'
+
+
 def pair_html(pairs, i: int, p_a: float) -> str:
-    """Pair i in full: the prompt, both continuations with their gold scores, the label and `p_a`, its probability
-    by equation 12."""
+    """Pair i in full: the prompt, both continuations with their gold scores after it, the label and `p_a`, its
+    probability by equation 12."""
     winner = "a" if pairs.label[i] else "b"
+    prompt = pairs.prompt[i]
     return (
-        f'<div class="fl-pair"><p><strong>Pair {i}.</strong> Prompt: “{html.escape(str(pairs.prompt[i]))}”</p>'
-        f"<p><strong>a</strong> (g = {pairs.g_a[i]:+.0f}): {html.escape(str(pairs.text_a[i]))}</p>"
-        f"<p><strong>b</strong> (g = {pairs.g_b[i]:+.0f}): {html.escape(str(pairs.text_b[i]))}</p>"
+        f'<div class="fl-pair"><p><strong>Pair {i}.</strong> Prompt: “{html.escape(str(prompt))}”</p>'
+        f'<p><strong>a</strong> (g = {gold(pairs.g_a[i])}): {reply_html(prompt, pairs.text_a[i])}</p>'
+        f'<p><strong>b</strong> (g = {gold(pairs.g_b[i])}): {reply_html(prompt, pairs.text_b[i])}</p>'
         f"<p>The rater preferred <strong>{winner}</strong>; by equation 12 it prefers a with probability {p_a:.3f}.</p></div>"
     )
+
+
+def pairs_page_html(page: dict) -> str:
+    """A page of pairs (the columns of app.pages.reward_model.figures.pairs_page) as a table of whole texts: each
+    continuation after its prompt, wrapped, with its gold score, the label and P(a ≻ b)."""
+    head = ("#", "prompt x, then continuation a", "g(a)", "prompt x, then continuation b", "g(b)", "preferred", "P(a ≻ b)")
+    rows = []
+    for k in range(len(page["index"])):
+        prompt = page["prompt"][k]
+        rows.append(
+            f'<tr><td class="fl-num">{int(page["index"][k])}</td><td>{reply_html(prompt, page["text_a"][k])}</td>'
+            f'<td class="fl-num">{gold(page["g_a"][k])}</td><td>{reply_html(prompt, page["text_b"][k])}</td>'
+            f'<td class="fl-num">{gold(page["g_b"][k])}</td><td class="fl-num">{html.escape(str(page["preferred"][k]))}</td>'
+            f'<td class="fl-num">{float(page["p_a"][k]):.3f}</td></tr>')
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return f'<table class="fl-pairs"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
