@@ -9,10 +9,12 @@ from app.pages.preferences.figures import (
     SEED_GAPS,
     TAU_AXIS,
     ceiling_columns,
+    ceiling_figure,
     frequency_columns,
     gap_population,
     labelled_set,
     probability_columns,
+    probability_figure,
 )
 from engines.bradley_terry import LabelledSetSettings, accuracy_vs_tau, bt_prob, oracle_accuracy
 
@@ -122,3 +124,17 @@ def test_label_frequencies_of_a_normal_set_are_per_half_unit_bin():
     for centre, frequency, pairs in zip(columns["gap"], columns["frequency"], columns["pairs"]):
         assert pairs == len(counted[centre]) and frequency == pytest.approx(np.mean(counted[centre]))
     assert sum(columns["pairs"]) == 400
+
+
+def test_legends_stand_under_the_plots_not_over_their_data():
+    """A legend inside the plot area covered a data point (the sample's gap-1 dot); each stands below its plot area."""
+    from bokeh.models import ColumnDataSource, Legend, Span
+
+    from app.pages.reward_model.figures import pairs_figure
+
+    figures = (probability_figure(ColumnDataSource(), ColumnDataSource()),
+               ceiling_figure(ColumnDataSource(), ColumnDataSource(), Span(location=1.0, dimension="height")),
+               pairs_figure(ColumnDataSource(), ColumnDataSource()))
+    for fig in figures:
+        assert not [r for r in fig.center if isinstance(r, Legend)]
+        assert [r for r in fig.below if isinstance(r, Legend)] and fig.height > 300

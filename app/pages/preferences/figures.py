@@ -35,14 +35,24 @@ BINS = np.linspace(0.0, 4.0, 9)
 """Gap bins for the label frequencies of a sampled |N(0, s)| set."""
 
 
+def legend_below(fig, height: int = 300):
+    """Move the figure's legend out of its plot area, under it, one entry a row (a legend inside covered a data
+    point wherever it stood); the figure grows by the legend's rows so that its plot area keeps `height`'s size."""
+    legend = fig.legend[0]
+    fig.center.remove(legend)
+    legend.orientation = "vertical"
+    fig.add_layout(legend, "below")
+    fig.height = height + 24 * len(legend.items) + 10
+    return fig
+
+
 def probability_figure(prob: ColumnDataSource, freq: ColumnDataSource):
     """Equation 12's P(a > b) against the gap, and the labels' frequency per gap in the sampled set."""
     fig = plot("quality gap u_a − u_b (gold-score units)", "P(a preferred to b)", x_range=(-4, 4), y_range=(0, 1.02), height=300)
     fig.add_layout(Span(location=0.5, dimension="width", line_color=OKABE_ITO["grey"], line_dash=[4, 3]))
     fig.line("gap", "p", source=prob, color=OKABE_ITO["blue"], line_width=2, legend_label="σ(gap / τ_label)")
     fig.scatter("gap", "frequency", source=freq, color=OKABE_ITO["orange"], size=9, legend_label="label frequency in the sample")
-    fig.legend.location = "top_left"
-    return fig
+    return legend_below(fig)
 
 
 def ceiling_figure(ceiling: ColumnDataSource, marker: ColumnDataSource, tau_rule: Span):
@@ -52,8 +62,7 @@ def ceiling_figure(ceiling: ColumnDataSource, marker: ColumnDataSource, tau_rule
     fig.line("tau", "acc", source=ceiling, color=OKABE_ITO["green"], line_width=2, legend_label="Acc* for these gaps")
     fig.scatter("tau", "acc", source=marker, color=OKABE_ITO["vermillion"], size=11, legend_label="current τ_label")
     fig.add_layout(tau_rule)
-    fig.legend.location = "top_right"
-    return fig
+    return legend_below(fig)
 
 
 def gap_population(gaps: str, s: float) -> np.ndarray:

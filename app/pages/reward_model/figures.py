@@ -16,6 +16,7 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, DataTable, NumberFormatter, Range1d, Span, StringEditor, StringFormatter, TableColumn
 
+from app.pages.preferences.figures import legend_below
 from app.pages.reward_model.preference_html import PAIRS_CSS, pair_html, pairs_page_html, pairs_summary, training_summary
 from app.pages.reward_model.text import PROBE_TITLE, READINGS, TRAINING_TEXT, WAITING_TEXT, readings
 from engines.bradley_terry import bt_prob, oracle_accuracy
@@ -88,8 +89,7 @@ def pairs_figure(probability: ColumnDataSource, frequency: ColumnDataSource):
     fig = plot("gold-score gap g(y_a) − g(y_b)", "P(y_a preferred)", x_range=(-6, 6), y_range=(0, 1.02), height=300)
     fig.line("gap", "p", source=probability, color=OKABE_ITO["blue"], line_width=2, legend_label="σ(gap / τ_label), equation 12")
     fig.scatter("gap", "frequency", source=frequency, color=OKABE_ITO["orange"], size=9, legend_label="share labelled a in the pairs")
-    fig.legend.location = "top_left"
-    return fig
+    return legend_below(fig)
 
 
 def loss_figure(curve: ColumnDataSource, x_range: Range1d):
