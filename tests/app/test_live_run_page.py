@@ -23,7 +23,7 @@ from app.jobs.shared_runs import Watching
 from app.pages.live_run import LiveRunPage, page
 from app.pages.live_run import evaluation as run_evaluation
 from app.pages.live_run.evaluation import RunEvaluation
-from app.pages.live_run.replies import RATIO_PALETTE, ratio_colours
+from app.pages.live_run.replies import RATIO_PALETTE, ratio_colours, ratio_scale_html, sample_html
 from app.pages.live_run.status import status_html
 from app.pages.live_run.text import ELSEWHERE, JOINED, watching_sentence
 from app.serving.limits import LIMITED
@@ -250,6 +250,15 @@ def test_token_shading_is_a_symmetric_diverging_scale():
         k_plus = RATIO_PALETTE.index(ratio_colours(x)[0])
         k_minus = RATIO_PALETTE.index(ratio_colours(-x)[0])
         assert k_plus + k_minus == len(RATIO_PALETTE) - 1 and k_plus > 5
+
+
+def test_a_token_s_number_is_reached_by_a_tap_or_the_keyboard_as_by_a_mouse():
+    shown = sample_html(Sample(prompt="The film", tokens=(" was", " fine"), log_ratio=(0.25, -1.5), reward=0.4))
+    assert shown.count('tabindex="0"') == 2  # focusable: a tap or Tab focuses it, and its number is drawn
+    assert 'title="log π − log π_ref = +0.250 nats" data-ratio="log π − log π_ref = +0.250 nats"' in shown
+    assert 'data-ratio="log π − log π_ref = -1.500 nats"' in shown
+    legend = ratio_scale_html()
+    assert "tap it" in legend and "Hover a token" not in legend
 
 
 def test_sessions_do_not_share_state(tmp_path):

@@ -35,7 +35,13 @@ CSS = """
 .fl-samples { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.95em; margin: 0 0.6em; }
 .fl-sample { margin: 0.35em 0; line-height: 1.7; white-space: pre-wrap; }
 .fl-prompt { opacity: 0.7; }
-.fl-tok { padding: 0.05em 0; border-radius: 2px; }
+.fl-tok { padding: 0.05em 0; border-radius: 2px; position: relative; }
+.fl-tok:focus { outline: 2px solid #1f6feb; outline-offset: 1px; }
+.fl-tok:focus::after {
+  content: attr(data-ratio); position: absolute; left: 0; top: 100%; z-index: 10; margin-top: 2px;
+  background: #1a1a1a; color: #ffffff; padding: 0.15em 0.4em; border-radius: 3px; white-space: nowrap;
+  font-family: sans-serif; font-size: 0.85em; pointer-events: none;
+}
 .fl-R { margin-left: 0.8em; opacity: 0.8; font-family: sans-serif; }
 .fl-scale { display: flex; align-items: center; gap: 0.5em; margin: 0.3em 0.6em; font-size: 0.9em; }
 .fl-scale span.fl-bin { display: inline-block; width: 1.6em; height: 1em; }
@@ -62,10 +68,15 @@ def token_text(token: str) -> str:
 
 
 def sample_html(sample) -> str:
-    """One reply (an engines.lm.results.Sample) after its prompt, each token shaded by its log-ratio (hover: the number)."""
+    """One reply (an engines.lm.results.Sample) after its prompt, each token shaded by its log-ratio.
+
+    A token shows its number on hover (its title), and on a tap or the keyboard's focus too (it is focusable, and
+    its `data-ratio` is drawn under it while focused), so a phone or a keyboard reaches it as a mouse does.
+    """
     tokens = "".join(
-        f'<span class="fl-tok" style="background:{bg};color:{fg}" title="log π − log π_ref = {r:+.3f} nats">{token_text(t)}</span>'
-        for t, r, (bg, fg) in ((t, r, ratio_colours(r)) for t, r in zip(sample.tokens, sample.log_ratio))
+        f'<span class="fl-tok" tabindex="0" style="background:{bg};color:{fg}" title="{label}" data-ratio="{label}">'
+        f'{token_text(t)}</span>'
+        for t, r, (bg, fg), label in ((t, r, ratio_colours(r), f"log π − log π_ref = {r:+.3f} nats") for t, r in zip(sample.tokens, sample.log_ratio))
     )
     return (
         f'<div class="fl-sample"><span class="fl-prompt">{token_text(sample.prompt)}</span>{tokens}'
@@ -96,7 +107,7 @@ def ratio_scale_html() -> str:
         f'<div class="fl-scale"><span>log π − log π_ref: −{RATIO_LIMIT:g} nats or less</span>{bins}'
         f"<span>+{RATIO_LIMIT:g} or more</span></div>"
         '<p class="fl-caption">Purple: the policy now likes the token less than the reference does; white: about as much; '
-        "orange: more (there the KL penalty lands). Hover a token for its value.</p>"
+        "orange: more (there the KL penalty lands). Point at a token, tap it or move to it with Tab for its value.</p>"
     )
 
 
