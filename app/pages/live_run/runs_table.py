@@ -21,6 +21,16 @@ import panel.models.tabulator  # noqa: F401
 from app.jobs.runs import Run, RunsFolder, runs_frame, zip_runs
 from widgets.headings import section_heading
 
+RUN_COLUMN_PX = 140
+"""Width of the runs table's first column, the run's name (wrapped on two lines)."""
+NARROW_CELLS = """
+.tabulator .tabulator-header .tabulator-col .tabulator-col-content { padding: 4px 6px !important; }
+.tabulator .tabulator-header .tabulator-col.tabulator-sortable .tabulator-col-title { padding-right: 16px !important; }
+.tabulator-row .tabulator-cell { padding: 4px 6px !important; }
+"""
+"""Less padding in the runs table's headers and cells (the sort arrow keeps its room), so that at 1366 px every
+column fits the page's column."""
+
 
 class RunsTable(pn.viewable.Viewer):
     """The runs of `runs_dir` with a checkbox each under `title` and `caption`; `ticked` holds the ids of the ticked ones."""
@@ -33,7 +43,10 @@ class RunsTable(pn.viewable.Viewer):
         self.ticked: list[str] = []
         self.table = pn.widgets.Tabulator(runs_frame([], set()), selectable="checkbox", disabled=True, show_index=False,
                                           layout="fit_data_table", pagination="local", page_size=10,
-                                          sizing_mode="stretch_width", css_classes=["fl-runs"])
+                                          # The run's long name wraps in a narrower column, so that at 1366 px
+                                          # every column fits beside it; narrower, the table scrolls sideways.
+                                          widths={"run": RUN_COLUMN_PX}, formatters={"run": {"type": "textarea"}},
+                                          sizing_mode="stretch_width", css_classes=["fl-runs"], stylesheets=[NARROW_CELLS])
         self.table.param.watch(self._ticks_changed, "selection")
         self.refresh_button = pn.widgets.Button(label="Refresh the list", width=150)
         self.refresh_button.on_click(lambda _e: on_refresh())
