@@ -57,3 +57,54 @@ def test_the_rooms_runs_table_shows_every_header_whole(page, open_page, console_
     if width == DESK["width"]:
         assert wide == [], report  # a projector's laptop shows every column at once
     assert console_errors == []
+
+
+PRINT_LAYOUT = """
+() => {
+  const style = (selector) => {
+    const el = document.querySelector(selector);
+    if (!el) return null;
+    const s = getComputedStyle(el);
+    return { overflowY: s.overflowY, overflowX: s.overflowX, height: s.height, maxHeight: s.maxHeight, position: s.position,
+             display: s.display, scrollHeight: el.scrollHeight, clientHeight: el.clientHeight };
+  };
+  return { main: style('#main'), container: style('#container'), header: style('#header'), body: style('body'),
+           html: style('html'), content: style('#content') };
+}
+"""
+"""The computed layout of the template's parts: the page's scroll container (#main), its frame, the sticky header."""
+
+
+CANVASES = """
+() => {
+  const all = [];
+  const walk = (root) => { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot) } };
+  walk(document);
+  return all.filter((el) => el.tagName === 'CANVAS' && el.getBoundingClientRect().height > 50).length;
+}
+"""
+"""How many plot canvases are laid out with a height (inside Bokeh's shadow roots)."""
+
+
+def test_a_page_prints_whole_with_its_figures(page, open_page, console_errors):
+    page.set_viewport_size(DESK)
+    page = open_page("preferences")
+    screen = page.evaluate(PRINT_LAYOUT)
+    print(screen)
+    page.emulate_media(media="print")
+    printed = page.evaluate(PRINT_LAYOUT)
+    print(printed)
+    main = printed["main"]
+    # No scroll container: the page's column is as tall as what it holds, so the printer gets every part.
+    assert main["overflowY"] == "visible" and main["maxHeight"] == "none", printed
+    assert main["scrollHeight"] <= main["clientHeight"] + 1, printed
+    for part in ("container", "content", "body", "html"):
+        if printed[part] is not None:
+            assert printed[part]["overflowY"] == "visible", (part, printed)
+    # No header over every printed page, and no navigation in the handout.
+    assert printed["header"]["position"] not in ("sticky", "fixed") or printed["header"]["display"] == "none", printed
+    # The figures print: each plot's canvas is laid out (not hidden) and sits within the printed column.
+    shown = page.evaluate(CANVASES)
+    assert shown >= 2
+    page.emulate_media(media="screen")
+    assert console_errors == []
