@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.pages.group_baselines import CARDS, GroupBaselinesPage, page
-from app.pages.group_baselines.figures import FACTORS, TRAINING_COLUMNS, bar_columns, exact_metrics, training_columns
+from app.pages.group_baselines.figures import FACTORS, TRAINING_COLUMNS, bar_columns, bars_figure, exact_metrics, training_columns
 from app.pages.group_baselines.text import UNBIASED_ANSWER, example_table_html, no_signal_card, summary_text, training_text
 from engines.group_baselines import ESTIMATORS, GroupBaselinesSettings, GroupTraining, exact_moments
 
@@ -109,3 +109,16 @@ def test_the_training_line_reads_the_last_step():
     line = training_text(run, 10)
     assert line.startswith('<p class="fl-training">J after 2 of 10 steps')
     assert "leave-one-out (RLOO) <strong>0.875</strong> ± 0.010" in line
+
+
+def test_the_bars_axis_names_the_estimators_flat_and_the_prompts_in_a_legend():
+    """Slanted, the estimators' names crossed the axis's group dividers: they lie flat, and the prompts' names (one
+    under every bar, slanted too) are in a legend below the plot, one entry per prompt colour."""
+    from bokeh.models import ColumnDataSource, Legend
+
+    fig = bars_figure(ColumnDataSource({"x": [], "expected": [], "true": []}), "E[g]", "expected", True)
+    axis = fig.xaxis[0]
+    assert axis.group_label_orientation == "horizontal" and axis.major_label_text_font_size == "0pt"
+    legends = [r for r in fig.below if isinstance(r, Legend)]
+    assert [item.label.value for item in legends[0].items] == ["prompt 1", "prompt 2"]
+    assert [item.index for item in legends[0].items] == [0, 1]

@@ -29,13 +29,19 @@ FACTORS = [(label, prompt) for label in ESTIMATORS.values() for prompt in PROMPT
 
 def bars_figure(bars: ColumnDataSource, y_label: str, column: str, true_marks: bool):
     """One bar per estimator and prompt of `column`; with `true_marks`, a black dash at each prompt's true gradient."""
-    fig = plot("estimator and prompt", y_label, x_range=FactorRange(*FACTORS), height=320)
-    fig.vbar(x="x", top=column, source=bars, width=0.8, line_color=None,
-             fill_color=factor_cmap("x", list(PROMPT_COLOURS), list(PROMPTS), start=1, end=2))
+    fig = plot("estimator", y_label, x_range=FactorRange(*FACTORS), height=340)
+    bars_drawn = fig.vbar(x="x", top=column, source=bars, width=0.8, line_color=None,
+                          fill_color=factor_cmap("x", list(PROMPT_COLOURS), list(PROMPTS), start=1, end=2))
     if true_marks:
         fig.scatter("x", "true", source=bars, marker="dash", size=26, line_width=3, color="black")
-    fig.xaxis.major_label_orientation = 0.9
-    fig.xaxis.group_label_orientation = 0.3
+    # The estimators' names lie flat between the axis's group dividers (slanted, they crossed them); the prompts,
+    # told apart by colour, are named in the legend rather than under every bar.
+    fig.xaxis.major_label_text_font_size = "0pt"
+    fig.xaxis.major_tick_line_color = None
+    fig.xaxis.group_label_orientation = "horizontal"
+    fig.xaxis.group_text_font_size = "8pt"
+    items = [LegendItem(label=prompt, renderers=[bars_drawn], index=m) for m, prompt in enumerate(PROMPTS)]
+    fig.add_layout(Legend(items=items, orientation="horizontal"), "below")
     return fig
 
 
