@@ -41,11 +41,16 @@ PAIRS_CSS = """
 .fl-pairs { border-collapse: collapse; width: 100%; font-size: 0.95em; }
 .fl-pairs th, .fl-pairs td { border-bottom: 1px solid #dee2e6; padding: 0.35em 0.5em; text-align: left; vertical-align: top;
   white-space: normal; overflow-wrap: anywhere; }
-.fl-pairs th { white-space: nowrap; }
+.fl-pairs th { overflow-wrap: normal; }
 .fl-pairs .fl-num { text-align: right; white-space: nowrap; }
 .fl-prompt { color: #6c757d; }
+@media (max-width: 767.98px) {
+  .fl-pairs { font-size: 0.8em; }
+  .fl-pairs th, .fl-pairs td { padding: 0.25em 0.15em; }
+}
 """
-"""Styles of the page of pairs (`pairs_page_html`): whole texts, wrapped, under whole headers."""
+"""Styles of the page of pairs (`pairs_page_html`): whole texts, wrapped, under headers that wrap between words (on a
+phone too)."""
 
 
 def gold(g: float) -> str:
