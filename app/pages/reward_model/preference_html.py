@@ -43,7 +43,7 @@ PAIRS_CSS = """
   white-space: normal; overflow-wrap: anywhere; }
 .fl-pairs th { overflow-wrap: normal; }
 .fl-pairs .fl-num { text-align: right; white-space: nowrap; }
-.fl-prompt { color: #6c757d; }
+.fl-prompt { font-style: italic; }
 @media (max-width: 767.98px) {
   .fl-pairs { font-size: 0.8em; }
   .fl-pairs th, .fl-pairs td { padding: 0.25em 0.15em; }
@@ -60,7 +60,7 @@ def gold(g: float) -> str:
 
 
 def reply_html(prompt: str, text: str) -> str:
-    """A continuation as the language model wrote it: after its prompt (in grey), joined as the model joined them, so a
+    """A continuation as the language model wrote it: after its prompt (in italics), joined as the model joined them, so a
     first token that carries no space reads as the model wrote it; an ellipsis where the token limit cut it."""
     text = str(text)
     cut = "" if text.rstrip().endswith(SENTENCE_END) else "…"
